@@ -1,0 +1,1 @@
+"""Benchmarks (`make bench`): measured against a real daemon, medians and tails reported."""

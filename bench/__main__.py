@@ -1,0 +1,51 @@
+"""`make bench`: start a daemon, run every benchmark, print a table and save JSON."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+
+from bench.ping import run_ping
+from tests.e2e.harness import running_daemon
+
+
+def _print_rows(title: str, rows: list[dict[str, Any]]) -> None:
+    print(f"\n{title}")
+    cols = list(rows[0])
+    print("  " + "  ".join(f"{c:>10}" for c in cols))
+    for r in rows:
+        print("  " + "  ".join(f"{r[c]!s:>10}" for c in cols))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmarks; `--quick` runs a small version for smoke tests."""
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser.add_argument("--quick", action="store_true", help="small counts (smoke test)")
+    parser.add_argument("--json", type=Path, help="also write results to this file")
+    args = parser.parse_args(argv)
+    scale = 10 if args.quick else 1
+    results: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    with running_daemon(env={"ROFMD_LOG_LEVEL": "warning"}) as d:
+        rows = [
+            anyio.run(run_ping, d.socket_path, 1, 5000 // scale),
+            anyio.run(run_ping, d.socket_path, 50, 200 // scale),
+            anyio.run(lambda: run_ping(d.socket_path, 50, 200 // scale, session=True)),
+        ]
+        rows[2]["clients"] = "50 (sess)"
+    results["ping"] = rows
+    _print_rows("ping round trips (one daemon process, clients on one event loop)", rows)
+    out = args.json or Path("bench/results/latest.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2))
+    print(f"\nresults written to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

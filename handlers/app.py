@@ -1,0 +1,67 @@
+"""The application object every handler receives.
+
+It joins the live config, the per-session registry and the daemon's own facts
+(through the `DaemonInfo` protocol, which `rofmd` implements), so handlers stay
+free of sockets and processes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from engine.config import resolve_memory_root
+from handlers.config_state import ConfigState
+from handlers.sessions import SessionRegistry
+
+
+class DaemonInfo(Protocol):
+    """What the process knows that handlers report: uptime, connections, counters."""
+
+    def status_snapshot(self) -> dict[str, Any]:
+        """The process part of `status` (PROTOCOL.md §4)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Directories fixed at start: the memory root override and the state dir."""
+
+    memory_root_override: Path | None
+    state_dir: Path
+    home: Path
+
+
+class App:
+    """Handlers' shared state; one per daemon."""
+
+    def __init__(
+        self,
+        config: ConfigState,
+        paths: Paths,
+        info: DaemonInfo,
+        *,
+        debug_methods: bool = False,
+    ) -> None:
+        self.config = config
+        self.paths = paths
+        self.info = info
+        self.debug_methods = debug_methods
+        self.sessions = SessionRegistry(
+            self.memory_root, lambda: bool(self.config.config.storage.per_session)
+        )
+
+    def memory_root(self) -> Path:
+        """Where `storage.dir` points now (it may change on hot reload)."""
+        return resolve_memory_root(
+            self.config.config.storage.dir,
+            override=self.paths.memory_root_override,
+            state_dir=self.paths.state_dir,
+            home=self.paths.home,
+        )
+
+    @property
+    def enabled(self) -> bool:
+        """`enabled` as read at start (reference §3)."""
+        return self.config.enabled_at_start

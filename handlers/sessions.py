@@ -1,0 +1,66 @@
+"""Per-session state, loaded on first use and released on `agent/disposed`.
+
+Opening a session runs the store's recovery (stale journals, orphan folders,
+index rebuild), which touches the disk, so it happens in a worker thread. The
+dispatcher already runs one session's requests strictly in order, so a session
+is never opened twice concurrently by its own requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from engine.store import SessionStore, open_session, safe_session_id
+
+
+@dataclass
+class SessionState:
+    """Everything the daemon holds in memory for one session."""
+
+    key: str
+    store: SessionStore
+    load_report: dict[str, Any] = field(default_factory=dict)
+
+
+class SessionRegistry:
+    """Loaded sessions by memory key."""
+
+    def __init__(self, root: Callable[[], Path], per_session: Callable[[], bool]) -> None:
+        self._root = root
+        self._per_session = per_session
+        self._sessions: dict[str, SessionState] = {}
+
+    def key_for(self, session_id: str) -> str:
+        """The memory directory key of a host session id (unsafe characters → `_`)."""
+        return safe_session_id(session_id)
+
+    async def get(self, session_id: str) -> SessionState:
+        """The loaded state, opening (and recovering) the store on first use."""
+        key = self.key_for(session_id)
+        state = self._sessions.get(key)
+        if state is None:
+            root = self._root()
+            per_session = self._per_session()
+            store = await anyio.to_thread.run_sync(
+                lambda: open_session(root, session_id, per_session=per_session)
+            )
+            state = SessionState(key=key, store=store, load_report=store.load_report.to_json())
+            self._sessions[key] = state
+        return state
+
+    def dispose(self, session_id: str) -> bool:
+        """Drop the in-memory state; nothing on disk changes."""
+        return self._sessions.pop(self.key_for(session_id), None) is not None
+
+    def loaded(self) -> int:
+        """How many sessions are in memory (for `status`)."""
+        return len(self._sessions)
+
+    def keys(self) -> list[str]:
+        """Loaded session keys, sorted for stable output."""
+        return sorted(self._sessions)

@@ -1,0 +1,186 @@
+"""`rofmd …`: serve the daemon, and talk to a running one.
+
+Client commands share `--socket` (else `ROFMD_SOCKET_PATH`, else the protocol's
+default path). Every command that a person might script takes `--json`.
+Exit codes: 0 success, 1 failure (daemon unreachable, a doctor check failed,
+bad arguments are argparse's 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+
+from rofmd.version import version
+
+
+def _settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    names = ("socket_path", "config_dir", "memory_root", "sessions_dir", "log_format", "log_level")
+    return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+
+
+def _socket_path(args: argparse.Namespace) -> Path:
+    from rofmd.settings import DaemonSettings
+
+    if args.socket_path is not None:
+        return Path(args.socket_path)
+    return DaemonSettings().socket_path
+
+
+def _print_json(obj: Any) -> None:
+    sys.stdout.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Run the daemon in the foreground until SIGTERM/SIGINT."""
+    from pydantic import ValidationError
+
+    from rofmd.daemon import serve
+    from rofmd.logs import configure_logging
+    from rofmd.settings import DaemonSettings
+
+    try:
+        settings = DaemonSettings(**_settings_overrides(args))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first.get("loc", ()))
+        print(f"rofmd: invalid setting {loc}: {first.get('msg')}", file=sys.stderr)
+        return 1
+    configure_logging(settings.log_format, settings.log_level)
+    return serve(settings)
+
+
+async def _with_client(path: Path, method: str) -> Any:
+    from rofmd.client import RofmdClient
+
+    async with RofmdClient.connect(path) as client:
+        return await client.call(method, timeout=10)
+
+
+def _client_call(args: argparse.Namespace, method: str) -> tuple[int, Any]:
+    path = _socket_path(args)
+    try:
+        return 0, anyio.run(_with_client, path, method)
+    except OSError as exc:
+        print(f"rofmd: cannot reach the daemon at {path}: {exc.strerror or exc}", file=sys.stderr)
+        print("hint: start it with `rofmd serve` (or `make run`), or pass --socket", file=sys.stderr)
+        return 1, None
+    except Exception as exc:  # CLI boundary: one readable line, exit 1
+        print(f"rofmd: {method} failed: {exc}", file=sys.stderr)
+        return 1, None
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """Print the daemon's status."""
+    code, result = _client_call(args, "status")
+    if code:
+        return code
+    if args.json:
+        _print_json(result)
+        return 0
+    cfg = result.get("config", {})
+    counters = result.get("counters", {})
+    lines = [
+        f"rofmd {result.get('version')}  pid {result.get('pid')}  "
+        f"up {result.get('uptimeSeconds')} s  enabled {result.get('enabled')}",
+        f"socket       {result.get('socket')}",
+        f"memory root  {result.get('memoryRoot')}",
+        f"config       generation {cfg.get('generation')}"
+        + (f"  LAST RELOAD FAILED: {cfg.get('lastReloadError')}" if cfg.get("lastReloadError") else ""),
+        f"sessions     {result.get('sessionsLoaded')} loaded   connections "
+        f"{result.get('connections')}   in flight {result.get('inFlight')}",
+        "counters     " + (", ".join(f"{k} {v}" for k, v in sorted(counters.items())) or "none"),
+    ]
+    print("\n".join(lines))
+    return 0
+
+
+def cmd_reload(args: argparse.Namespace) -> int:
+    """Ask the daemon to reload its memory config."""
+    code, result = _client_call(args, "config/reload")
+    if code:
+        return code
+    if args.json:
+        _print_json(result)
+    elif result.get("ok"):
+        print(f"config reloaded (generation {result.get('generation')})")
+    else:
+        print("config reload failed; the daemon keeps its last good config:")
+        for err in result.get("errors", []):
+            print(f"  {err}")
+    return 0 if result.get("ok") else 1
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """Check the installation; exit 1 if any check fails."""
+    from rofmd.doctor import run_checks
+
+    overrides = _settings_overrides(args)
+    checks = run_checks(overrides, os.environ)
+    failed = [c for c in checks if not c.ok]
+    if args.json:
+        _print_json({"ok": not failed, "checks": [c.to_json() for c in checks]})
+    else:
+        for c in checks:
+            print(f"{'ok  ' if c.ok else 'FAIL'}  {c.name}: {c.detail}")
+            if not c.ok and c.hint:
+                print(f"      fix: {c.hint}")
+        print("all checks passed" if not failed else f"{len(failed)} check(s) failed")
+    return 1 if failed else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `rofmd` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="rofmd", description="Long-term memory daemon for LLM agent hosts."
+    )
+    parser.add_argument("--version", action="version", version=f"rofmd {version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--socket", dest="socket_path", type=Path, help="daemon socket path")
+
+    serve = sub.add_parser("serve", help="run the daemon in the foreground")
+    common(serve)
+    serve.add_argument("--config-dir", type=Path, help="directory of config.json / config.local.json")
+    serve.add_argument("--memory-root", type=Path, help="memory directory (overrides storage.dir)")
+    serve.add_argument("--sessions-dir", type=Path, help="DSH session logs to tail")
+    serve.add_argument("--log-format", choices=("json", "console", "auto"))
+    serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+    serve.set_defaults(func=cmd_serve)
+
+    status = sub.add_parser("status", help="show a running daemon's status")
+    common(status)
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+    status.set_defaults(func=cmd_status)
+
+    reload = sub.add_parser("reload", help="reload the memory config")
+    common(reload)
+    reload.add_argument("--json", action="store_true", help="machine-readable output")
+    reload.set_defaults(func=cmd_reload)
+
+    doctor = sub.add_parser("doctor", help="check config, socket, daemon and memory root")
+    common(doctor)
+    doctor.add_argument("--config-dir", type=Path)
+    doctor.add_argument("--memory-root", type=Path)
+    doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    doctor.set_defaults(func=cmd_doctor)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console script entry point."""
+    args = build_parser().parse_args(argv)
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,304 @@
+"""The process: sockets, the root task group, signals, reload, systemd, shutdown.
+
+Shutdown order matters for "nothing torn": stop accepting, stop reading new
+requests, let queued and running requests finish until the deadline, then
+cancel what is left. A request inside its commit guard is shielded, and store
+writes run in worker threads that are never abandoned, so a transaction is
+either completed or (on its own error) rolled back, never left half-written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import SocketListener, SocketStream, TaskGroup
+
+from handlers.app import App, Paths
+from handlers.config_state import ConfigState
+from handlers.context import ConnectionState
+from rofmd import sdnotify
+from rofmd.connection import Connection
+from rofmd.dispatcher import Dispatcher
+from rofmd.settings import DaemonSettings
+from rofmd.sockets import (
+    InstanceLock,
+    StartupError,
+    acquire_instance_lock,
+    bind_unix_socket,
+    clear_stale_socket,
+    ensure_private_dir,
+    peer_allowed,
+    peer_credentials,
+)
+from rofmd.version import version
+
+log = structlog.get_logger("rofmd")
+CONFIG_FILES = frozenset({"config.json", "config.local.json"})
+
+
+def wall_clock_ms() -> int:
+    """The daemon's clock; handlers receive time as an input (`RequestContext.now_ms`)."""
+    return time.time_ns() // 1_000_000
+
+
+class Daemon:
+    """One running rofmd."""
+
+    def __init__(
+        self,
+        settings: DaemonSettings,
+        environ: Mapping[str, str] | None = None,
+        *,
+        clock_ms: Callable[[], int] = wall_clock_ms,
+    ) -> None:
+        self.settings = settings
+        self.environ = dict(os.environ if environ is None else environ)
+        self.clock_ms = clock_ms
+        self.started_monotonic = time.monotonic()
+        self.notifier = sdnotify.Notifier(self.environ)
+        self.connections: dict[int, Connection] = {}
+        self._next_conn = 0
+        self._refused = 0
+        self._lock: InstanceLock | None = None
+        self._bound_path: Path | None = None
+        self._listeners: list[SocketListener] = []
+        self._shutdown: anyio.Event | None = None
+        self.dispatcher: Dispatcher | None = None
+        self.config = ConfigState.start(settings.config_dir, self.environ)
+        self.app = App(
+            self.config,
+            Paths(
+                memory_root_override=settings.memory_root,
+                state_dir=settings.state_dir,
+                home=Path(self.environ.get("HOME") or Path.home()),
+            ),
+            self,
+            debug_methods=settings.debug_methods,
+        )
+
+    # ---- DaemonInfo -------------------------------------------------------------
+
+    def status_snapshot(self) -> dict[str, Any]:
+        """Process facts for `status` (PROTOCOL.md §4)."""
+        d = self.dispatcher
+        return {
+            "version": version(),
+            "pid": os.getpid(),
+            "uptimeSeconds": round(time.monotonic() - self.started_monotonic, 3),
+            "socket": str(self.settings.socket_path),
+            "connections": len(self.connections),
+            "refusedPeers": self._refused,
+            "counters": dict(d.counters) if d else {},
+            "inFlight": d.active if d else 0,
+            "queueDepths": d.queue_depths() if d else {},
+            "tailer": {"files": []},
+        }
+
+    # ---- sockets ----------------------------------------------------------------
+
+    def _open_sockets(self) -> list[socket.socket]:
+        inherited = sdnotify.listen_fds(self.environ, os.getpid())
+        if inherited:
+            sdnotify.unset_listen_env(os.environ)
+            log.info("using sockets handed over by systemd", count=len(inherited))
+            return inherited
+        launchd = sdnotify.launchd_sockets("Listeners")
+        if launchd:
+            log.info("using sockets handed over by launchd", count=len(launchd))
+            return launchd
+        path = self.settings.socket_path
+        ensure_private_dir(path.parent)
+        self._lock = acquire_instance_lock(path)
+        clear_stale_socket(path)
+        sock = bind_unix_socket(path)
+        self._bound_path = path
+        return [sock]
+
+    def _cleanup(self) -> None:
+        if self._bound_path is not None:
+            with contextlib.suppress(OSError):
+                self._bound_path.unlink()
+        if self._lock is not None:
+            self._lock.release()
+
+    # ---- serving ----------------------------------------------------------------
+
+    async def _serve_listener(self, listener: SocketListener, tg: TaskGroup) -> None:
+        own_uid = os.getuid()
+        while True:
+            try:
+                stream = await listener.accept()
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return
+            except OSError as exc:
+                log.warning("accept failed", error=str(exc))
+                await anyio.sleep(0.05)
+                continue
+            raw = stream.extra(anyio.abc.SocketAttribute.raw_socket)
+            try:
+                pid, uid = peer_credentials(raw)
+            except OSError:
+                pid, uid = None, None
+            if not peer_allowed(uid, own_uid):
+                self._refused += 1
+                log.warning("peer refused: foreign uid", peer_uid=uid, peer_pid=pid)
+                await stream.aclose()
+                continue
+            if len(self.connections) >= self.settings.max_connections:
+                log.warning("connection refused: too many connections")
+                await stream.aclose()
+                continue
+            tg.start_soon(self._handle, stream, pid, uid)
+
+    async def _handle(self, stream: SocketStream, pid: int | None, uid: int | None) -> None:
+        assert self.dispatcher is not None
+        self._next_conn += 1
+        state = ConnectionState(conn_id=self._next_conn, peer_pid=pid, peer_uid=uid)
+        conn = Connection(
+            stream, state, self.dispatcher, max_message_bytes=self.settings.max_message_bytes
+        )
+        self.connections[state.conn_id] = conn
+        try:
+            with structlog.contextvars.bound_contextvars(conn=state.conn_id):
+                await conn.serve()
+        finally:
+            del self.connections[state.conn_id]
+            with contextlib.suppress(Exception):
+                await stream.aclose()
+
+    async def _signals(self, tg: TaskGroup) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as sigs:
+            async for signum in sigs:
+                if signum == signal.SIGHUP:
+                    await self.reload("SIGHUP")
+                else:
+                    log.info("shutdown requested", signal=signal.Signals(signum).name)
+                    self.request_shutdown()
+                    return
+
+    async def reload(self, reason: str) -> None:
+        """Reload the memory config, telling systemd (Type=notify-reload) while it runs."""
+        self.notifier.reloading(time.monotonic_ns() // 1000)
+        result = await self.config.reload()
+        if result.ok:
+            log.info(
+                "config reloaded",
+                reason=reason,
+                generation=result.generation,
+                changed=result.changed,
+                warnings=list(result.warnings),
+            )
+        else:
+            log.error("config reload failed; keeping the last good config", reason=reason,
+                      errors=list(result.errors))
+        self.notifier.ready(self._status_line())
+
+    async def _watch_config(self) -> None:
+        from watchfiles import awatch
+
+        directory = self.settings.config_dir
+        if not directory.is_dir():
+            log.info("config directory absent; not watching", dir=str(directory))
+            return
+
+        def interesting(_change: object, path: str) -> bool:
+            return Path(path).name in CONFIG_FILES
+
+        async for _changes in awatch(
+            directory, watch_filter=interesting, debounce=200, step=50, stop_event=self._shutdown
+        ):
+            await self.reload("file change")
+
+    async def _watchdog(self) -> None:
+        interval = sdnotify.watchdog_interval(self.environ, os.getpid())
+        if interval is None:
+            return
+        while True:
+            self.notifier.watchdog()
+            await anyio.sleep(interval)
+
+    def _status_line(self) -> str:
+        return (
+            f"serving on {self.settings.socket_path}; config generation "
+            f"{self.config.generation}; {len(self.connections)} connections"
+        )
+
+    async def run(self) -> int:
+        """Serve until SIGTERM/SIGINT; return the exit code."""
+        shutdown = self._shutdown = anyio.Event()
+        socks = self._open_sockets()
+        try:
+            self._listeners = [SocketListener.from_socket(s) for s in socks]
+            async with anyio.create_task_group() as root:
+                async with anyio.create_task_group() as work:
+                    self.dispatcher = Dispatcher(
+                        self.app,
+                        work,
+                        max_pending_per_session=self.settings.max_pending_per_session,
+                        request_timeout=self.settings.request_timeout,
+                        clock_ms=self.clock_ms,
+                    )
+                    async with anyio.create_task_group() as conns:
+                        for listener in self._listeners:
+                            conns.start_soon(self._serve_listener, listener, conns)
+                        root.start_soon(self._signals, root)
+                        if self.settings.watch_config:
+                            root.start_soon(self._watch_config)
+                        root.start_soon(self._watchdog)
+                        log.info(
+                            "rofmd serving",
+                            socket=str(self.settings.socket_path),
+                            memory_root=str(self.app.memory_root()),
+                            config_dir=str(self.settings.config_dir),
+                            enabled=self.app.enabled,
+                            version=version(),
+                        )
+                        self.notifier.ready(self._status_line())
+                        await shutdown.wait()
+                        self.notifier.stopping()
+                        await self._drain(conns)
+                    work.cancel_scope.cancel()
+                root.cancel_scope.cancel()
+        finally:
+            self._cleanup()
+        log.info("rofmd stopped")
+        return 0
+
+    async def _drain(self, conns: TaskGroup) -> None:
+        for listener in self._listeners:
+            with contextlib.suppress(Exception):
+                await listener.aclose()
+        for conn in list(self.connections.values()):
+            if conn.read_scope is not None:
+                conn.read_scope.cancel()
+        assert self.dispatcher is not None
+        with anyio.move_on_after(self.settings.shutdown_deadline) as scope:
+            await self.dispatcher.wait_idle()
+        if scope.cancelled_caught:
+            log.warning("shutdown deadline passed; cancelling what is left",
+                        in_flight=self.dispatcher.active)
+        conns.cancel_scope.cancel()
+
+    def request_shutdown(self) -> None:
+        """Stop serving (signals, tests and embedding callers)."""
+        if self._shutdown is not None:
+            self._shutdown.set()
+
+
+def serve(settings: DaemonSettings) -> int:
+    """Run a daemon to completion; StartupError becomes a one-line message, exit 1."""
+    try:
+        daemon = Daemon(settings)
+        return anyio.run(daemon.run)
+    except StartupError as exc:
+        log.error("rofmd cannot start", reason=str(exc))
+        return 1

@@ -1,0 +1,293 @@
+"""Runs requests: one session strictly in order, different sessions concurrently.
+
+Each session has a lane: a bounded FIFO drained by at most one task at a time.
+A lane's task awaits the answer's write before it takes the next request, so
+the answers of one session also leave the socket in arrival order. Requests that
+name no session run at once. Every request runs under its own cancel scope with
+the per-request deadline; `$/cancelRequest` cancels it unless it has entered its
+commit guard (see `handlers.context.RequestContext.commit_guard`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from handlers.app import App
+from handlers.context import ConnectionState, RequestContext
+from handlers.errors import (
+    INTERNAL_ERROR,
+    MEMORY_DISABLED,
+    METHOD_NOT_FOUND,
+    OVERLOADED,
+    REQUEST_CANCELLED,
+    HandlerError,
+)
+from handlers.params import parse_params
+from handlers.registry import lookup
+from rofmd.jsonrpc import Call, error_response, result_response
+
+Reply = Callable[[dict[str, Any]], Awaitable[None]]
+log = structlog.get_logger("rofmd.dispatch")
+
+CANCEL_METHOD = "$/cancelRequest"
+
+
+@dataclass(eq=False)
+class Job:
+    """One call on its way through the dispatcher."""
+
+    call: Call
+    conn: ConnectionState
+    reply: Reply
+    lane_key: str | None
+    scope: anyio.CancelScope | None = None
+    ctx: RequestContext | None = None
+    started: bool = False
+    cancel_requested: bool = False
+
+
+@dataclass(eq=False)
+class Lane:
+    """A session's FIFO and whether a task is draining it."""
+
+    pending: deque[Job] = field(default_factory=deque)
+    running: bool = False
+
+
+def _session_id(params: Any) -> str | None:
+    if isinstance(params, dict):
+        session = params.get("session")
+        if isinstance(session, dict):
+            sid = session.get("id")
+            if isinstance(sid, str) and sid:
+                return sid
+    return None
+
+
+class Dispatcher:
+    """Routes calls to handlers under the ordering, limit and cancellation rules."""
+
+    def __init__(
+        self,
+        app: App,
+        task_group: TaskGroup,
+        *,
+        max_pending_per_session: int,
+        request_timeout: float,
+        clock_ms: Callable[[], int],
+    ) -> None:
+        self.app = app
+        self._tg = task_group
+        self._max_pending = max_pending_per_session
+        self._timeout = request_timeout
+        self._clock_ms = clock_ms
+        self._lanes: dict[str, Lane] = {}
+        self._jobs: dict[tuple[int, Any], Job] = {}
+        self._active = 0
+        self._idle = anyio.Event()
+        self._idle.set()
+        self.counters: Counter[str] = Counter()
+
+    # ---- submission -------------------------------------------------------------
+
+    def submit(self, call: Call, conn: ConnectionState, reply: Reply) -> None:
+        """Accept a call synchronously, so arrival order is the order of submit calls."""
+        if call.method == CANCEL_METHOD:
+            self._cancel(call, conn)
+            if call.has_id:
+                self.spawn(reply, result_response(call.id, None))
+            return
+        sid = _session_id(call.params)
+        lane_key = self._lane_key(sid) if sid is not None else None
+        job = Job(call=call, conn=conn, reply=reply, lane_key=lane_key)
+        self.counters["requests"] += 1
+        if lane_key is None:
+            self._begin(job)
+            self._tg.start_soon(self._run_and_reply, job)
+            return
+        lane = self._lanes.setdefault(lane_key, Lane())
+        if len(lane.pending) >= self._max_pending:
+            self.counters["overloaded"] += 1
+            if call.has_id:
+                self.spawn(
+                    reply,
+                    error_response(
+                        call.id,
+                        OVERLOADED,
+                        "overloaded: the session's queue is full",
+                        {"limit": self._max_pending, "session": sid},
+                    ),
+                )
+            return
+        self._begin(job)
+        lane.pending.append(job)
+        if not lane.running:
+            lane.running = True
+            self._tg.start_soon(self._drain, lane_key, lane)
+
+    def _lane_key(self, sid: str) -> str:
+        try:
+            return self.app.sessions.key_for(sid)
+        except ValueError:
+            return sid  # refused later by params validation; still ordered per raw id
+
+    def _begin(self, job: Job) -> None:
+        self._active += 1
+        if self._idle.is_set():
+            self._idle = anyio.Event()
+        if job.call.has_id:
+            self._jobs[(job.conn.conn_id, _hashable(job.call.id))] = job
+
+    def _end(self, job: Job) -> None:
+        if job.call.has_id:
+            key = (job.conn.conn_id, _hashable(job.call.id))
+            if self._jobs.get(key) is job:
+                del self._jobs[key]
+        self._active -= 1
+        if self._active == 0:
+            self._idle.set()
+
+    def spawn(self, reply: Reply, response: dict[str, Any]) -> None:
+        """Send an answer decided without running a handler (parse errors, refusals)."""
+        self._tg.start_soon(reply, response)
+
+    # ---- cancellation -----------------------------------------------------------
+
+    def _cancel(self, call: Call, conn: ConnectionState) -> None:
+        params = call.params if isinstance(call.params, dict) else {}
+        target = params.get("id")
+        if target is None:
+            return
+        job = self._jobs.get((conn.conn_id, _hashable(target)))
+        if job is None:
+            return
+        self.counters["cancelRequests"] += 1
+        if not job.started:
+            lane = self._lanes.get(job.lane_key) if job.lane_key is not None else None
+            if lane is not None and job in lane.pending:
+                lane.pending.remove(job)
+                self.counters["cancelled"] += 1
+                self._end(job)
+                self.spawn(job.reply, self._cancelled(job))
+                return
+            job.cancel_requested = True
+            return
+        if job.ctx is not None and job.ctx.committed:
+            return  # past the point of no return: the request completes
+        job.cancel_requested = True
+        if job.scope is not None:
+            job.scope.cancel()
+
+    @staticmethod
+    def _cancelled(job: Job) -> dict[str, Any]:
+        return error_response(job.call.id, REQUEST_CANCELLED, "request cancelled")
+
+    # ---- execution --------------------------------------------------------------
+
+    async def _drain(self, key: str, lane: Lane) -> None:
+        try:
+            while lane.pending:
+                job = lane.pending.popleft()
+                await self._run_and_reply(job)
+        finally:
+            lane.running = False
+            if not lane.pending and self._lanes.get(key) is lane:
+                del self._lanes[key]
+
+    async def _run_and_reply(self, job: Job) -> None:
+        try:
+            response = await self._run(job)
+            if response is not None and job.call.has_id:
+                await job.reply(response)
+        finally:
+            self._end(job)
+
+    async def _run(self, job: Job) -> dict[str, Any] | None:
+        call = job.call
+        job.started = True
+        request_id = uuid.uuid4().hex[:12]
+        sid = _session_id(call.params)
+        with structlog.contextvars.bound_contextvars(
+            request_id=request_id, session_id=sid, method=call.method
+        ):
+            method = lookup(call.method, debug_methods=self.app.debug_methods)
+            if method is None:
+                self.counters["errors"] += 1
+                return error_response(
+                    call.id, METHOD_NOT_FOUND, f"method not found: {call.method}"
+                )
+            if method.needs_enabled and not self.app.enabled:
+                return error_response(
+                    call.id, MEMORY_DISABLED, "memory disabled (enabled:false at daemon start)"
+                )
+            ctx = RequestContext(
+                request_id=request_id,
+                method=call.method,
+                session_id=sid,
+                connection=job.conn,
+                now_ms=self._clock_ms(),
+            )
+            job.ctx = ctx
+            result: dict[str, Any] | None = None
+            with anyio.CancelScope(deadline=anyio.current_time() + self._timeout) as scope:
+                job.scope = scope
+                ctx.scope = scope
+                if job.cancel_requested:
+                    scope.cancel()
+                try:
+                    params = parse_params(method.params, call.params)
+                    result = await method.handler(self.app, params, ctx)
+                except HandlerError as exc:
+                    self.counters["errors"] += 1
+                    return {"jsonrpc": "2.0", "id": call.id, "error": exc.to_error()}
+                except Exception:  # handler boundary: logged and answered, never fatal
+                    self.counters["errors"] += 1
+                    error_id = uuid.uuid4().hex[:12]
+                    log.exception("handler failed", error_id=error_id)
+                    return error_response(
+                        call.id, INTERNAL_ERROR, "internal error", {"errorId": error_id}
+                    )
+            if scope.cancelled_caught:
+                if job.cancel_requested:
+                    self.counters["cancelled"] += 1
+                    log.info("request cancelled")
+                    return self._cancelled(job)
+                self.counters["errors"] += 1
+                self.counters["timeouts"] += 1
+                error_id = uuid.uuid4().hex[:12]
+                log.warning("request timed out", error_id=error_id, timeout_s=self._timeout)
+                return error_response(
+                    call.id,
+                    INTERNAL_ERROR,
+                    f"internal error: request timed out after {self._timeout:g} s",
+                    {"errorId": error_id, "reason": "timeout"},
+                )
+            return result_response(call.id, result)
+
+    # ---- introspection ----------------------------------------------------------
+
+    async def wait_idle(self) -> None:
+        """Return once no request is queued or running."""
+        while self._active:
+            await self._idle.wait()
+
+    @property
+    def active(self) -> int:
+        """Requests queued or running."""
+        return self._active
+
+    def queue_depths(self) -> dict[str, int]:
+        """Pending requests per session lane, for `status`."""
+        return {k: len(lane.pending) for k, lane in sorted(self._lanes.items()) if lane.pending}
+
+
+def _hashable(value: Any) -> Any:
+    return value if isinstance(value, str | int | float) or value is None else repr(value)

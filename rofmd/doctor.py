@@ -1,0 +1,162 @@
+"""`rofmd doctor`: the checks a person runs when something seems off.
+
+Each check says what it saw and, when it fails, the one thing to do about it.
+The checks only read, except for a probe file in the memory root that is
+removed at once.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from engine.config import ConfigFileError, MemoryConfig, load_config, resolve_memory_root
+from rofmd.settings import DaemonSettings
+
+
+@dataclass(frozen=True)
+class Check:
+    """One doctor line."""
+
+    name: str
+    ok: bool
+    detail: str
+    hint: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """For `--json`."""
+        return {"name": self.name, "ok": self.ok, "detail": self.detail, "hint": self.hint}
+
+
+def check_config(settings: DaemonSettings, environ: Mapping[str, str]) -> tuple[Check, MemoryConfig]:
+    """The memory config loads and validates."""
+    try:
+        build = load_config(settings.config_dir, environ)
+    except ConfigFileError as exc:
+        fallback = load_config(None, environ).config
+        return (
+            Check(
+                "config",
+                False,
+                str(exc),
+                "fix the file (it must be one JSON object); the daemon keeps its last good "
+                "config until then",
+            ),
+            fallback,
+        )
+    detail = f"{len(build.sources)} layer(s) from {settings.config_dir}"
+    if build.warnings:
+        detail += f"; {len(build.warnings)} warning(s): " + "; ".join(build.warnings[:3])
+    return Check("config", True, detail), build.config
+
+
+def check_socket_dir(socket_path: Path) -> Check:
+    """The socket directory is ours and private; the socket file is 0600."""
+    directory = socket_path.parent
+    if not directory.exists():
+        return Check("socket directory", True, f"{directory} absent; the daemon creates it 0700")
+    st = directory.stat()
+    if st.st_uid != os.getuid():
+        return Check(
+            "socket directory",
+            False,
+            f"{directory} belongs to uid {st.st_uid}",
+            f"use a directory you own: rofmd serve --socket <dir you own>/rofmd.sock",
+        )
+    mode = stat.S_IMODE(st.st_mode)
+    if mode != 0o700:
+        return Check(
+            "socket directory", False, f"{directory} has mode {mode:o}", f"chmod 700 {directory}"
+        )
+    if socket_path.exists() or socket_path.is_symlink():
+        sst = socket_path.lstat()
+        if not stat.S_ISSOCK(sst.st_mode):
+            return Check(
+                "socket directory",
+                False,
+                f"{socket_path} is not a socket",
+                f"move {socket_path} away",
+            )
+        smode = stat.S_IMODE(sst.st_mode)
+        if smode & 0o077:
+            return Check(
+                "socket directory",
+                False,
+                f"socket {socket_path} has mode {smode:o}",
+                f"chmod 600 {socket_path}",
+            )
+    return Check("socket directory", True, f"{directory} is 0700 and ours")
+
+
+async def _ping(path: Path) -> bool:
+    from rofmd.client import RofmdClient
+
+    async with RofmdClient.connect(path) as client:
+        result = await client.call("ping", timeout=3)
+        return bool(result.get("pong"))
+
+
+def check_daemon(socket_path: Path) -> Check:
+    """A daemon answers ping on the socket."""
+    try:
+        ok = anyio.run(_ping, socket_path)
+    except Exception as exc:  # any failure to talk is this check's failure
+        return Check(
+            "daemon",
+            False,
+            f"no answer on {socket_path}: {exc}",
+            "start it: `rofmd serve` (or `systemctl --user enable --now rofmd.socket`)",
+        )
+    return Check("daemon", ok, f"answers ping on {socket_path}")
+
+
+def check_memory_root(root: Path) -> Check:
+    """The memory root (or the directory that will hold it) is writable."""
+    probe_dir = root
+    while not probe_dir.exists() and probe_dir != probe_dir.parent:
+        probe_dir = probe_dir.parent
+    if not probe_dir.is_dir():
+        return Check("memory root", False, f"{probe_dir} is not a directory", f"move {probe_dir} away")
+    try:
+        fd, name = tempfile.mkstemp(prefix=".rofmd-doctor-", dir=probe_dir)
+        os.close(fd)
+        Path(name).unlink()
+    except OSError as exc:
+        return Check(
+            "memory root",
+            False,
+            f"cannot write in {probe_dir}: {exc.strerror}",
+            f"chmod -R u+rwX {probe_dir}  (or point --memory-root at a directory you own)",
+        )
+    where = "exists" if probe_dir == root else f"will be created under {probe_dir}"
+    return Check("memory root", True, f"{root} is writable ({where})")
+
+
+def run_checks(
+    overrides: Mapping[str, Any],
+    environ: Mapping[str, str],
+    *,
+    daemon_check: Callable[[Path], Check] = check_daemon,
+) -> list[Check]:
+    """All checks, in the order a person would fix them."""
+    settings = DaemonSettings(**dict(overrides))
+    config_check, config = check_config(settings, environ)
+    root = resolve_memory_root(
+        config.storage.dir,
+        override=settings.memory_root,
+        state_dir=settings.state_dir,
+        home=Path(environ.get("HOME") or Path.home()),
+    )
+    return [
+        config_check,
+        check_socket_dir(settings.socket_path),
+        daemon_check(settings.socket_path),
+        check_memory_root(root),
+    ]

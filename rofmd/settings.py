@@ -1,0 +1,77 @@
+"""Daemon settings: where the daemon lives and how hard it may be pushed.
+
+These are process settings (socket, directories, limits, logging), distinct from
+the memory config (`engine.config`), which is hot-reloaded and governs
+behaviour. Every field is also an environment variable with the `ROFMD_` prefix,
+and the CLI flags of `rofmd serve` override both.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+MIB = 1024 * 1024
+
+
+def default_socket_path(environ: dict[str, str] | None = None, uid: int | None = None) -> Path:
+    """PROTOCOL.md §1: `$XDG_RUNTIME_DIR/rofmd/rofmd.sock`, else `/tmp/rofmd-<uid>/rofmd.sock`."""
+    env = os.environ if environ is None else environ
+    runtime = env.get("XDG_RUNTIME_DIR")
+    if runtime:
+        return Path(runtime) / "rofmd" / "rofmd.sock"
+    return Path("/tmp") / f"rofmd-{os.getuid() if uid is None else uid}" / "rofmd.sock"
+
+
+def default_config_dir(environ: dict[str, str] | None = None) -> Path:
+    """`$XDG_CONFIG_HOME/rofmd`, the XDG default being `~/.config`."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "rofmd"
+
+
+def default_state_dir(environ: dict[str, str] | None = None) -> Path:
+    """`$STATE_DIRECTORY` under systemd, else `$XDG_STATE_HOME/rofmd` (`~/.local/state`).
+
+    Relative `storage.dir` values resolve against this directory, so the engine
+    default `memory` lands in `<state>/memory`.
+    """
+    env = os.environ if environ is None else environ
+    state = env.get("STATE_DIRECTORY")
+    if state:
+        # systemd may pass several colon-separated directories; the first is ours.
+        return Path(state.split(":")[0])
+    base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "rofmd"
+
+
+def default_sessions_dir(environ: dict[str, str] | None = None) -> Path:
+    """PROTOCOL.md §5: `$DSH_HOME/sessions`, else `~/.dsh/sessions`."""
+    env = os.environ if environ is None else environ
+    home = env.get("DSH_HOME")
+    return Path(home) / "sessions" if home else Path.home() / ".dsh" / "sessions"
+
+
+class DaemonSettings(BaseSettings):
+    """Process settings; see DESIGN.md "Running it" for the meaning of each path."""
+
+    model_config = SettingsConfigDict(env_prefix="ROFMD_", extra="ignore", frozen=True)
+
+    socket_path: Path = Field(default_factory=default_socket_path)
+    config_dir: Path = Field(default_factory=default_config_dir)
+    memory_root: Path | None = None
+    state_dir: Path = Field(default_factory=default_state_dir)
+    sessions_dir: Path = Field(default_factory=default_sessions_dir)
+    log_format: Literal["json", "console", "auto"] = "auto"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    max_message_bytes: int = Field(default=8 * MIB, ge=1024)
+    max_pending_per_session: int = Field(default=128, ge=1)
+    max_connections: int = Field(default=256, ge=1)
+    request_timeout: float = Field(default=60.0, gt=0)
+    shutdown_deadline: float = Field(default=10.0, ge=0)
+    watch_config: bool = True
+    debug_methods: bool = False

@@ -1,0 +1,16 @@
+"""Fixtures for end-to-end tests against a real daemon process."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.e2e.harness import DaemonProcess, running_daemon
+
+
+@pytest.fixture
+def daemon() -> Iterator[DaemonProcess]:
+    """A daemon with default config, debug methods on."""
+    with running_daemon() as d:
+        yield d

@@ -1,0 +1,201 @@
+"""Daemon lifecycle: single instance, stale sockets, SIGTERM under load, hot reload."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from tests.e2e.harness import LineSocket, request_line, running_daemon, short_tmpdir
+
+
+def _wait_for(predicate: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+def _status(path: Path) -> dict[str, Any]:
+    s = LineSocket(path)
+    try:
+        result: dict[str, Any] = s.call(1, "status")["result"]
+        return result
+    finally:
+        s.close()
+
+
+def test_second_instance_refuses_and_names_the_pid() -> None:
+    with running_daemon() as d:
+        out = subprocess.run(
+            [sys.executable, "-m", "rofmd", "serve", "--socket", str(d.socket_path),
+             "--config-dir", str(d.config_dir), "--memory-root", str(d.memory_root),
+             "--log-format", "console"],
+            capture_output=True, text=True, timeout=30, env=d.env,
+        )
+        assert out.returncode == 1
+        assert f"pid {d.proc.pid}" in out.stdout + out.stderr
+        # the first daemon is untouched
+        assert _status(d.socket_path)["pid"] == d.proc.pid
+
+
+def test_stale_socket_is_replaced_and_files_are_private() -> None:
+    base = short_tmpdir()
+    run = base / "run"
+    run.mkdir(mode=0o755)
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(run / "rofmd.sock"))
+    stale.close()  # the file stays, nobody listens
+    with running_daemon(base=base) as d:
+        assert _status(d.socket_path)["pid"] == d.proc.pid
+        assert os.stat(run).st_mode & 0o777 == 0o700
+        assert os.stat(d.socket_path).st_mode & 0o777 == 0o600
+    assert not (run / "rofmd.sock").exists()
+    assert not (run / "rofmd.sock.lock").exists()
+
+
+def test_non_socket_file_in_the_way_is_not_removed() -> None:
+    base = short_tmpdir()
+    run = base / "run"
+    run.mkdir(mode=0o700)
+    (run / "rofmd.sock").write_text("precious")
+    out = subprocess.run(
+        [sys.executable, "-m", "rofmd", "serve", "--socket", str(run / "rofmd.sock"),
+         "--config-dir", str(base / "cfg"), "--memory-root", str(base / "mem")],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert out.returncode == 1
+    assert "is not a socket" in out.stdout + out.stderr
+    assert (run / "rofmd.sock").read_text() == "precious"
+
+
+def test_sigterm_during_load_exits_cleanly() -> None:
+    with running_daemon(env={"ROFMD_SHUTDOWN_DEADLINE": "5"}) as d:
+        errors: list[BaseException] = []
+        answered = [0]
+        stop = threading.Event()
+
+        def hammer(n: int) -> None:
+            try:
+                s = LineSocket(d.socket_path, timeout=30)
+                i = 0
+                while not stop.is_set():
+                    s.send(request_line(i, "prompt/sections", {"session": {"id": f"load-{n}-{i % 5}"}}))
+                    s.send(request_line(f"z{i}", "debug/sleep", {"ms": 20, "session": {"id": f"load-{n}"}}))
+                    if s.recv_line() is None or s.recv_line() is None:
+                        return
+                    answered[0] += 2
+                    i += 1
+            except OSError:
+                return
+            except BaseException as exc:  # surfaced below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=hammer, args=(n,)) for n in range(6)]
+        for t in threads:
+            t.start()
+        _wait_for(lambda: answered[0] > 100)
+        d.proc.send_signal(signal.SIGTERM)
+        code = d.proc.wait(timeout=30)
+        stop.set()
+        for t in threads:
+            t.join(timeout=30)
+        assert code == 0
+        assert not errors
+        assert not d.socket_path.exists()
+        log = d.log_text()
+        assert "shutdown requested" in log and "rofmd stopped" in log
+        assert "Traceback" not in log
+        # nothing half-written anywhere in the memory root
+        leftovers = [p for p in d.memory_root.rglob("*") if p.name.startswith(".") or p.suffix == ".tmp"]
+        assert leftovers == []
+
+
+def test_hot_reload_good_and_broken_config() -> None:
+    with running_daemon(config={"compress": {"triggerPercent": 60}}) as d:
+        assert _status(d.socket_path)["config"]["generation"] == 1
+        cfg = d.config_dir / "config.json"
+        # a good change is picked up by the watcher
+        cfg.write_bytes(orjson.dumps({"compress": {"triggerPercent": 70}}))
+        _wait_for(lambda: _status(d.socket_path)["config"]["generation"] == 2)
+        # a broken file keeps the last good config and says why
+        cfg.write_text('{"compress": {"triggerPercent": ')
+        _wait_for(lambda: _status(d.socket_path)["config"]["lastReloadError"] is not None)
+        st = _status(d.socket_path)
+        assert st["config"]["generation"] == 2
+        assert "config.json" in st["config"]["lastReloadError"]
+        s = LineSocket(d.socket_path)
+        answer = s.call(1, "config/reload")["result"]
+        assert answer["ok"] is False and answer["generation"] == 2 and answer["errors"]
+        cfg.write_text("[1, 2]")  # JSON, but not an object
+        answer = s.call(2, "config/reload")["result"]
+        assert answer["ok"] is False and "object" in answer["errors"][0]
+        # fixing it recovers
+        cfg.write_bytes(orjson.dumps({"compress": {"triggerPercent": 75}}))
+        answer = s.call(3, "config/reload")["result"]
+        assert answer["ok"] is True and answer["generation"] == 3 and answer["errors"] == []
+        s.close()
+        _wait_for(lambda: _status(d.socket_path)["config"]["lastReloadError"] is None)
+
+
+def test_sighup_reloads_without_a_watcher() -> None:
+    with running_daemon(env={"ROFMD_WATCH_CONFIG": "0"}) as d:
+        (d.config_dir / "config.local.json").write_bytes(orjson.dumps({"recall": {"mode": "legacy"}}))
+        time.sleep(0.3)
+        assert _status(d.socket_path)["config"]["generation"] == 1
+        d.proc.send_signal(signal.SIGHUP)
+        _wait_for(lambda: _status(d.socket_path)["config"]["generation"] == 2)
+
+
+def test_broken_config_at_start_starts_on_defaults() -> None:
+    base = short_tmpdir()
+    (base / "cfg").mkdir()
+    (base / "cfg" / "config.json").write_text("{oops")
+    with running_daemon(base=base) as d:
+        st = _status(d.socket_path)
+        assert st["config"]["lastReloadError"] and "config.json" in st["config"]["lastReloadError"]
+        assert st["enabled"] is True
+
+
+def test_cli_status_reload_and_doctor() -> None:
+    with running_daemon() as d:
+        env = d.env
+        rofmd = [sys.executable, "-m", "rofmd"]
+        out = subprocess.run([*rofmd, "status", "--socket", str(d.socket_path), "--json"],
+                             capture_output=True, text=True, timeout=30, env=env)
+        assert out.returncode == 0, out.stderr
+        assert orjson.loads(out.stdout)["pid"] == d.proc.pid
+        out = subprocess.run([*rofmd, "status", "--socket", str(d.socket_path)],
+                             capture_output=True, text=True, timeout=30, env=env)
+        assert out.returncode == 0 and f"pid {d.proc.pid}" in out.stdout
+        out = subprocess.run([*rofmd, "reload", "--socket", str(d.socket_path), "--json"],
+                             capture_output=True, text=True, timeout=30, env=env)
+        assert out.returncode == 0 and orjson.loads(out.stdout)["ok"] is True
+        out = subprocess.run(
+            [*rofmd, "doctor", "--socket", str(d.socket_path), "--config-dir", str(d.config_dir),
+             "--memory-root", str(d.memory_root), "--json"],
+            capture_output=True, text=True, timeout=30, env=env)
+        report = orjson.loads(out.stdout)
+        assert out.returncode == 0, report
+        assert [c["name"] for c in report["checks"]] == [
+            "config", "socket directory", "daemon", "memory root"]
+    # the daemon is gone now: doctor and status fail with a hint
+    out = subprocess.run(
+        [*rofmd, "doctor", "--socket", str(d.socket_path), "--config-dir", str(d.config_dir),
+         "--memory-root", str(d.memory_root)],
+        capture_output=True, text=True, timeout=30, env=env)
+    assert out.returncode == 1
+    assert "FAIL  daemon" in out.stdout and "fix: start it" in out.stdout
+    out = subprocess.run([*rofmd, "status", "--socket", str(d.socket_path)],
+                         capture_output=True, text=True, timeout=30, env=env)
+    assert out.returncode == 1 and "hint:" in out.stderr
