@@ -32,7 +32,9 @@ async def _client_loop(path: Path, n: int, lat: list[float], session: str | None
             lat.append(time.perf_counter() - t0)
 
 
-async def run_ping(path: Path, clients: int, per_client: int, *, session: bool = False) -> dict[str, Any]:
+async def run_ping(
+    path: Path, clients: int, per_client: int, *, session: bool = False
+) -> dict[str, Any]:
     """Run `clients` connections × `per_client` sequential pings each."""
     lat: list[float] = []
     # warm-up, so imports and first allocations are not measured

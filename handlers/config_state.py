@@ -83,9 +83,7 @@ class ConfigState:
             self._lock = anyio.Lock()
         async with self._lock:
             try:
-                build = await anyio.to_thread.run_sync(
-                    load_config, self.config_dir, self._environ
-                )
+                build = await anyio.to_thread.run_sync(load_config, self.config_dir, self._environ)
             except ConfigFileError as exc:
                 self.last_error = str(exc)
                 return ReloadResult(self.generation, False, (str(exc),), False)

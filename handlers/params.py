@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from engine.store import safe_session_id
 from handlers.errors import HandlerError, invalid_params
 
 
@@ -27,6 +28,13 @@ class Session(Wire):
     delegationDepth: int | None = None
     agentPreset: str | None = None
     cwd: str | None = None
+
+    @field_validator("id")
+    @classmethod
+    def _memory_key_is_safe(cls, value: str) -> str:
+        """Refuse ids that cannot name a memory directory (`.`, `..`, …) up front."""
+        safe_session_id(value)
+        return value
 
     @property
     def is_subagent(self) -> bool:

@@ -15,7 +15,11 @@ RECALL = "dsh-rofm:recall"
 MEMORY_TASKS = "dsh-rofm:memory-tasks"
 MEMORY_RULES = "dsh-rofm:memory-rules"
 
-SECTION_ORDER: tuple[tuple[str, int], ...] = ((RECALL, 100), (MEMORY_TASKS, 101), (MEMORY_RULES, 102))
+SECTION_ORDER: tuple[tuple[str, int], ...] = (
+    (RECALL, 100),
+    (MEMORY_TASKS, 101),
+    (MEMORY_RULES, 102),
+)
 
 
 def section_specs(conn: ConnectionState) -> list[dict[str, Any]]:

@@ -9,13 +9,15 @@ is never opened twice concurrently by its own requests.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
+import structlog
 
-from engine.store import SessionStore, open_session, safe_session_id
+from engine.store import LoadReport, SessionStore, open_session, safe_session_id
+
+log = structlog.get_logger("rofmd.sessions")
 
 
 @dataclass
@@ -24,7 +26,7 @@ class SessionState:
 
     key: str
     store: SessionStore
-    load_report: dict[str, Any] = field(default_factory=dict)
+    load_report: LoadReport
 
 
 class SessionRegistry:
@@ -49,7 +51,18 @@ class SessionRegistry:
             store = await anyio.to_thread.run_sync(
                 lambda: open_session(root, session_id, per_session=per_session)
             )
-            state = SessionState(key=key, store=store, load_report=store.load_report.to_json())
+            report = store.load_report
+            if not report.clean:
+                log.warning(
+                    "session store repaired at load",
+                    session_key=key,
+                    index_status=report.index_status,
+                    adopted=len(report.adopted),
+                    removed_incomplete=len(report.removed_incomplete),
+                    corrupt_folders=[c.folder_id for c in report.corrupt_folders],
+                    journals=len(report.journals),
+                )
+            state = SessionState(key=key, store=store, load_report=report)
             self._sessions[key] = state
         return state
 

@@ -70,9 +70,11 @@ def _client_call(args: argparse.Namespace, method: str) -> tuple[int, Any]:
         return 0, anyio.run(_with_client, path, method)
     except OSError as exc:
         print(f"rofmd: cannot reach the daemon at {path}: {exc.strerror or exc}", file=sys.stderr)
-        print("hint: start it with `rofmd serve` (or `make run`), or pass --socket", file=sys.stderr)
+        print(
+            "hint: start it with `rofmd serve` (or `make run`), or pass --socket", file=sys.stderr
+        )
         return 1, None
-    except Exception as exc:  # CLI boundary: one readable line, exit 1
+    except Exception as exc:  # noqa: BLE001 - CLI boundary: one readable line, exit 1
         print(f"rofmd: {method} failed: {exc}", file=sys.stderr)
         return 1, None
 
@@ -93,7 +95,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         f"socket       {result.get('socket')}",
         f"memory root  {result.get('memoryRoot')}",
         f"config       generation {cfg.get('generation')}"
-        + (f"  LAST RELOAD FAILED: {cfg.get('lastReloadError')}" if cfg.get("lastReloadError") else ""),
+        + (
+            f"  LAST RELOAD FAILED: {cfg.get('lastReloadError')}"
+            if cfg.get("lastReloadError")
+            else ""
+        ),
         f"sessions     {result.get('sessionsLoaded')} loaded   connections "
         f"{result.get('connections')}   in flight {result.get('inFlight')}",
         "counters     " + (", ".join(f"{k} {v}" for k, v in sorted(counters.items())) or "none"),
@@ -149,7 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="run the daemon in the foreground")
     common(serve)
-    serve.add_argument("--config-dir", type=Path, help="directory of config.json / config.local.json")
+    serve.add_argument(
+        "--config-dir", type=Path, help="directory of config.json / config.local.json"
+    )
     serve.add_argument("--memory-root", type=Path, help="memory directory (overrides storage.dir)")
     serve.add_argument("--sessions-dir", type=Path, help="DSH session logs to tail")
     serve.add_argument("--log-format", choices=("json", "console", "auto"))

@@ -7,6 +7,7 @@ invalid UTF-8 reaches the JSON parser (→ -32700) instead of killing the reader
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import anyio
@@ -20,6 +21,8 @@ from rofmd.jsonrpc import Call, encode, error_response, parse_line
 
 log = structlog.get_logger("rofmd.conn")
 _READ_CHUNK = 256 * 1024
+# how long an over-long line's sender may keep writing before we hang up
+_DISCARD_SECONDS = 5.0
 
 
 class _Batch:
@@ -125,6 +128,9 @@ class Connection:
                 self._handle_line(line)
 
     async def _too_long(self) -> None:
+        """Answer -32600 and close. The peer may still be writing the rest of its line:
+        we half-close (it reads our answer, then EOF) and discard its remaining bytes
+        for a moment, so it sees the error instead of a broken pipe."""
         log.warning("line over the size limit; closing", limit=self._max)
         await self.send(
             error_response(
@@ -135,6 +141,16 @@ class Connection:
             )
         )
         self.closed = True
+        send_eof = getattr(self.stream, "send_eof", None)
+        if send_eof is not None:
+            with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await send_eof()
+        with anyio.move_on_after(_DISCARD_SECONDS):
+            with contextlib.suppress(
+                anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError
+            ):
+                while await self.stream.receive(_READ_CHUNK):
+                    pass
 
     def _handle_line(self, line: bytes) -> None:
         if line.endswith(b"\r"):

@@ -198,8 +198,11 @@ class Daemon:
                 warnings=list(result.warnings),
             )
         else:
-            log.error("config reload failed; keeping the last good config", reason=reason,
-                      errors=list(result.errors))
+            log.error(
+                "config reload failed; keeping the last good config",
+                reason=reason,
+                errors=list(result.errors),
+            )
         self.notifier.ready(self._status_line())
 
     async def _watch_config(self) -> None:
@@ -237,7 +240,7 @@ class Daemon:
         shutdown = self._shutdown = anyio.Event()
         socks = self._open_sockets()
         try:
-            self._listeners = [SocketListener.from_socket(s) for s in socks]
+            self._listeners = [await SocketListener.from_socket(s) for s in socks]
             async with anyio.create_task_group() as root:
                 async with anyio.create_task_group() as work:
                     self.dispatcher = Dispatcher(
@@ -284,8 +287,10 @@ class Daemon:
         with anyio.move_on_after(self.settings.shutdown_deadline) as scope:
             await self.dispatcher.wait_idle()
         if scope.cancelled_caught:
-            log.warning("shutdown deadline passed; cancelling what is left",
-                        in_flight=self.dispatcher.active)
+            log.warning(
+                "shutdown deadline passed; cancelling what is left",
+                in_flight=self.dispatcher.active,
+            )
         conns.cancel_scope.cancel()
 
     def request_shutdown(self) -> None:

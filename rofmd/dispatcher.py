@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +34,7 @@ from handlers.params import parse_params
 from handlers.registry import lookup
 from rofmd.jsonrpc import Call, error_response, result_response
 
-Reply = Callable[[dict[str, Any]], Awaitable[None]]
+Reply = Callable[[dict[str, Any]], Coroutine[Any, Any, None]]
 log = structlog.get_logger("rofmd.dispatch")
 
 CANCEL_METHOD = "$/cancelRequest"
@@ -60,6 +60,11 @@ class Lane:
 
     pending: deque[Job] = field(default_factory=deque)
     running: bool = False
+    current: Job | None = None
+
+    def occupancy(self) -> int:
+        """Requests held: the one running (if any) plus those waiting."""
+        return len(self.pending) + (1 if self.current is not None else 0)
 
 
 def _session_id(params: Any) -> str | None:
@@ -114,7 +119,8 @@ class Dispatcher:
             self._tg.start_soon(self._run_and_reply, job)
             return
         lane = self._lanes.setdefault(lane_key, Lane())
-        if len(lane.pending) >= self._max_pending:
+        # one request may run while `max_pending` wait behind it
+        if lane.occupancy() > self._max_pending:
             self.counters["overloaded"] += 1
             if call.has_id:
                 self.spawn(
@@ -195,10 +201,12 @@ class Dispatcher:
     async def _drain(self, key: str, lane: Lane) -> None:
         try:
             while lane.pending:
-                job = lane.pending.popleft()
+                job = lane.current = lane.pending.popleft()
                 await self._run_and_reply(job)
+                lane.current = None
         finally:
             lane.running = False
+            lane.current = None
             if not lane.pending and self._lanes.get(key) is lane:
                 del self._lanes[key]
 
@@ -221,9 +229,7 @@ class Dispatcher:
             method = lookup(call.method, debug_methods=self.app.debug_methods)
             if method is None:
                 self.counters["errors"] += 1
-                return error_response(
-                    call.id, METHOD_NOT_FOUND, f"method not found: {call.method}"
-                )
+                return error_response(call.id, METHOD_NOT_FOUND, f"method not found: {call.method}")
             if method.needs_enabled and not self.app.enabled:
                 return error_response(
                     call.id, MEMORY_DISABLED, "memory disabled (enabled:false at daemon start)"

@@ -35,7 +35,9 @@ class Check:
         return {"name": self.name, "ok": self.ok, "detail": self.detail, "hint": self.hint}
 
 
-def check_config(settings: DaemonSettings, environ: Mapping[str, str]) -> tuple[Check, MemoryConfig]:
+def check_config(
+    settings: DaemonSettings, environ: Mapping[str, str]
+) -> tuple[Check, MemoryConfig]:
     """The memory config loads and validates."""
     try:
         build = load_config(settings.config_dir, environ)
@@ -68,7 +70,7 @@ def check_socket_dir(socket_path: Path) -> Check:
             "socket directory",
             False,
             f"{directory} belongs to uid {st.st_uid}",
-            f"use a directory you own: rofmd serve --socket <dir you own>/rofmd.sock",
+            "use a directory you own: rofmd serve --socket <dir you own>/rofmd.sock",
         )
     mode = stat.S_IMODE(st.st_mode)
     if mode != 0o700:
@@ -107,7 +109,7 @@ def check_daemon(socket_path: Path) -> Check:
     """A daemon answers ping on the socket."""
     try:
         ok = anyio.run(_ping, socket_path)
-    except Exception as exc:  # any failure to talk is this check's failure
+    except Exception as exc:  # noqa: BLE001 - any failure to talk fails this check
         return Check(
             "daemon",
             False,
@@ -123,7 +125,9 @@ def check_memory_root(root: Path) -> Check:
     while not probe_dir.exists() and probe_dir != probe_dir.parent:
         probe_dir = probe_dir.parent
     if not probe_dir.is_dir():
-        return Check("memory root", False, f"{probe_dir} is not a directory", f"move {probe_dir} away")
+        return Check(
+            "memory root", False, f"{probe_dir} is not a directory", f"move {probe_dir} away"
+        )
     try:
         fd, name = tempfile.mkstemp(prefix=".rofmd-doctor-", dir=probe_dir)
         os.close(fd)

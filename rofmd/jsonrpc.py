@@ -62,9 +62,11 @@ def _to_call(obj: Any) -> Call | dict[str, Any]:
         return error_response(None, INVALID_REQUEST, "invalid request: not a JSON-RPC object")
     raw_id = obj.get("id", _MISSING)
     has_id = raw_id is not _MISSING
-    id_: JsonId = raw_id if has_id and _valid_id(raw_id) else None  # type: ignore[assignment]
+    id_: JsonId = raw_id if has_id and _valid_id(raw_id) else None
     if has_id and not _valid_id(raw_id):
-        return error_response(None, INVALID_REQUEST, "invalid request: id must be a string or number")
+        return error_response(
+            None, INVALID_REQUEST, "invalid request: id must be a string or number"
+        )
     if obj.get("jsonrpc") != "2.0":
         return error_response(id_, INVALID_REQUEST, 'invalid request: jsonrpc must be "2.0"')
     method = obj.get("method")

@@ -29,9 +29,7 @@ def _imports(path: Path) -> set[str]:
 def test_import_direction(package: str) -> None:
     files = sorted((ROOT / package).rglob("*.py"))
     assert files
-    offenders = {
-        str(f.relative_to(ROOT)): sorted(_imports(f) & FORBIDDEN[package]) for f in files
-    }
+    offenders = {str(f.relative_to(ROOT)): sorted(_imports(f) & FORBIDDEN[package]) for f in files}
     assert {k: v for k, v in offenders.items() if v} == {}
 
 

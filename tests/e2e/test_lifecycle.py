@@ -38,10 +38,24 @@ def _status(path: Path) -> dict[str, Any]:
 def test_second_instance_refuses_and_names_the_pid() -> None:
     with running_daemon() as d:
         out = subprocess.run(
-            [sys.executable, "-m", "rofmd", "serve", "--socket", str(d.socket_path),
-             "--config-dir", str(d.config_dir), "--memory-root", str(d.memory_root),
-             "--log-format", "console"],
-            capture_output=True, text=True, timeout=30, env=d.env,
+            [
+                sys.executable,
+                "-m",
+                "rofmd",
+                "serve",
+                "--socket",
+                str(d.socket_path),
+                "--config-dir",
+                str(d.config_dir),
+                "--memory-root",
+                str(d.memory_root),
+                "--log-format",
+                "console",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=d.env,
         )
         assert out.returncode == 1
         assert f"pid {d.proc.pid}" in out.stdout + out.stderr
@@ -70,9 +84,21 @@ def test_non_socket_file_in_the_way_is_not_removed() -> None:
     run.mkdir(mode=0o700)
     (run / "rofmd.sock").write_text("precious")
     out = subprocess.run(
-        [sys.executable, "-m", "rofmd", "serve", "--socket", str(run / "rofmd.sock"),
-         "--config-dir", str(base / "cfg"), "--memory-root", str(base / "mem")],
-        capture_output=True, text=True, timeout=30,
+        [
+            sys.executable,
+            "-m",
+            "rofmd",
+            "serve",
+            "--socket",
+            str(run / "rofmd.sock"),
+            "--config-dir",
+            str(base / "cfg"),
+            "--memory-root",
+            str(base / "mem"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert out.returncode == 1
     assert "is not a socket" in out.stdout + out.stderr
@@ -90,8 +116,14 @@ def test_sigterm_during_load_exits_cleanly() -> None:
                 s = LineSocket(d.socket_path, timeout=30)
                 i = 0
                 while not stop.is_set():
-                    s.send(request_line(i, "prompt/sections", {"session": {"id": f"load-{n}-{i % 5}"}}))
-                    s.send(request_line(f"z{i}", "debug/sleep", {"ms": 20, "session": {"id": f"load-{n}"}}))
+                    s.send(
+                        request_line(i, "prompt/sections", {"session": {"id": f"load-{n}-{i % 5}"}})
+                    )
+                    s.send(
+                        request_line(
+                            f"z{i}", "debug/sleep", {"ms": 20, "session": {"id": f"load-{n}"}}
+                        )
+                    )
                     if s.recv_line() is None or s.recv_line() is None:
                         return
                     answered[0] += 2
@@ -117,7 +149,9 @@ def test_sigterm_during_load_exits_cleanly() -> None:
         assert "shutdown requested" in log and "rofmd stopped" in log
         assert "Traceback" not in log
         # nothing half-written anywhere in the memory root
-        leftovers = [p for p in d.memory_root.rglob("*") if p.name.startswith(".") or p.suffix == ".tmp"]
+        leftovers = [
+            p for p in d.memory_root.rglob("*") if p.name.startswith(".") or p.suffix == ".tmp"
+        ]
         assert leftovers == []
 
 
@@ -150,7 +184,9 @@ def test_hot_reload_good_and_broken_config() -> None:
 
 def test_sighup_reloads_without_a_watcher() -> None:
     with running_daemon(env={"ROFMD_WATCH_CONFIG": "0"}) as d:
-        (d.config_dir / "config.local.json").write_bytes(orjson.dumps({"recall": {"mode": "legacy"}}))
+        (d.config_dir / "config.local.json").write_bytes(
+            orjson.dumps({"recall": {"mode": "legacy"}})
+        )
         time.sleep(0.3)
         assert _status(d.socket_path)["config"]["generation"] == 1
         d.proc.send_signal(signal.SIGHUP)
@@ -171,31 +207,80 @@ def test_cli_status_reload_and_doctor() -> None:
     with running_daemon() as d:
         env = d.env
         rofmd = [sys.executable, "-m", "rofmd"]
-        out = subprocess.run([*rofmd, "status", "--socket", str(d.socket_path), "--json"],
-                             capture_output=True, text=True, timeout=30, env=env)
+        out = subprocess.run(
+            [*rofmd, "status", "--socket", str(d.socket_path), "--json"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=env,
+        )
         assert out.returncode == 0, out.stderr
         assert orjson.loads(out.stdout)["pid"] == d.proc.pid
-        out = subprocess.run([*rofmd, "status", "--socket", str(d.socket_path)],
-                             capture_output=True, text=True, timeout=30, env=env)
+        out = subprocess.run(
+            [*rofmd, "status", "--socket", str(d.socket_path)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=env,
+        )
         assert out.returncode == 0 and f"pid {d.proc.pid}" in out.stdout
-        out = subprocess.run([*rofmd, "reload", "--socket", str(d.socket_path), "--json"],
-                             capture_output=True, text=True, timeout=30, env=env)
+        out = subprocess.run(
+            [*rofmd, "reload", "--socket", str(d.socket_path), "--json"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=env,
+        )
         assert out.returncode == 0 and orjson.loads(out.stdout)["ok"] is True
         out = subprocess.run(
-            [*rofmd, "doctor", "--socket", str(d.socket_path), "--config-dir", str(d.config_dir),
-             "--memory-root", str(d.memory_root), "--json"],
-            capture_output=True, text=True, timeout=30, env=env)
+            [
+                *rofmd,
+                "doctor",
+                "--socket",
+                str(d.socket_path),
+                "--config-dir",
+                str(d.config_dir),
+                "--memory-root",
+                str(d.memory_root),
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env=env,
+        )
         report = orjson.loads(out.stdout)
         assert out.returncode == 0, report
         assert [c["name"] for c in report["checks"]] == [
-            "config", "socket directory", "daemon", "memory root"]
+            "config",
+            "socket directory",
+            "daemon",
+            "memory root",
+        ]
     # the daemon is gone now: doctor and status fail with a hint
     out = subprocess.run(
-        [*rofmd, "doctor", "--socket", str(d.socket_path), "--config-dir", str(d.config_dir),
-         "--memory-root", str(d.memory_root)],
-        capture_output=True, text=True, timeout=30, env=env)
+        [
+            *rofmd,
+            "doctor",
+            "--socket",
+            str(d.socket_path),
+            "--config-dir",
+            str(d.config_dir),
+            "--memory-root",
+            str(d.memory_root),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=env,
+    )
     assert out.returncode == 1
     assert "FAIL  daemon" in out.stdout and "fix: start it" in out.stdout
-    out = subprocess.run([*rofmd, "status", "--socket", str(d.socket_path)],
-                         capture_output=True, text=True, timeout=30, env=env)
+    out = subprocess.run(
+        [*rofmd, "status", "--socket", str(d.socket_path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=env,
+    )
     assert out.returncode == 1 and "hint:" in out.stderr

@@ -31,8 +31,18 @@ def test_ping_initialize_status(daemon: DaemonProcess) -> None:
         "dsh-rofm:memory-rules",
     ]
     status = s.call(3, "status")["result"]
-    for key in ("version", "pid", "uptimeSeconds", "config", "memoryRoot", "sessionsLoaded",
-                "connections", "counters", "queueDepths", "tailer"):
+    for key in (
+        "version",
+        "pid",
+        "uptimeSeconds",
+        "config",
+        "memoryRoot",
+        "sessionsLoaded",
+        "connections",
+        "counters",
+        "queueDepths",
+        "tailer",
+    ):
         assert key in status, key
     assert status["pid"] == daemon.proc.pid
     assert status["memoryRoot"] == str(daemon.memory_root)
@@ -62,9 +72,15 @@ def test_parse_error_keeps_connection_open(daemon: DaemonProcess) -> None:
 
 def test_invalid_requests(daemon: DaemonProcess) -> None:
     s = LineSocket(daemon.socket_path)
-    for bad in (b'"a string"', b"42", b'{"jsonrpc":"1.0","id":1,"method":"ping"}',
-                b'{"jsonrpc":"2.0","id":1}', b'{"jsonrpc":"2.0","id":1,"method":"ping","params":3}',
-                b'{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}', b"[]"):
+    for bad in (
+        b'"a string"',
+        b"42",
+        b'{"jsonrpc":"1.0","id":1,"method":"ping"}',
+        b'{"jsonrpc":"2.0","id":1}',
+        b'{"jsonrpc":"2.0","id":1,"method":"ping","params":3}',
+        b'{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}',
+        b"[]",
+    ):
         s.send(bad + b"\n")
         answer = s.recv_json()
         assert answer["error"]["code"] == -32600, (bad, answer)
@@ -117,8 +133,11 @@ def test_internal_error_is_logged_with_its_id() -> None:
 def test_memory_disabled() -> None:
     with running_daemon(config={"enabled": False}) as d:
         s = LineSocket(d.socket_path)
-        init = s.call(1, "initialize", {"protocolVersion": 1, "capabilities": {"tools": True,
-                                                                           "systemPrompt": True}})
+        init = s.call(
+            1,
+            "initialize",
+            {"protocolVersion": 1, "capabilities": {"tools": True, "systemPrompt": True}},
+        )
         assert init["result"]["enabled"] is False
         assert init["result"]["tools"] == [] and init["result"]["sections"] == []
         assert init["result"]["listeners"] == []
@@ -132,8 +151,9 @@ def test_overloaded_queue() -> None:
     with running_daemon(env={"ROFMD_MAX_PENDING_PER_SESSION": "2"}) as d:
         s = LineSocket(d.socket_path)
         sess = {"id": "busy"}
-        s.send(b"".join(request_line(i, "debug/sleep", {"ms": 300, "session": sess})
-                        for i in range(6)))
+        s.send(
+            b"".join(request_line(i, "debug/sleep", {"ms": 300, "session": sess}) for i in range(6))
+        )
         answers = {a["id"]: a for a in (s.recv_json() for _ in range(6))}
         codes = [answers[i].get("error", {}).get("code") for i in range(6)]
         # the first runs, two wait, the other three find the queue full
@@ -154,16 +174,22 @@ def test_cancel_running_and_queued_request(daemon: DaemonProcess) -> None:
     s.send(request_line(2, "debug/sleep", {"ms": 20_000, "session": sess}))
     s.send(request_line(3, "debug/sleep", {"ms": 10, "session": sess}))
     time.sleep(0.2)
-    s.send(orjson.dumps({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 2}}) + b"\n")
+    s.send(
+        orjson.dumps({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 2}}) + b"\n"
+    )
     queued = s.recv_json()
     assert queued["id"] == 2 and queued["error"]["code"] == -32800
-    s.send(orjson.dumps({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 1}}) + b"\n")
+    s.send(
+        orjson.dumps({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 1}}) + b"\n"
+    )
     running = s.recv_json()
     assert running["id"] == 1 and running["error"]["code"] == -32800
     assert s.recv_json() == {"jsonrpc": "2.0", "id": 3, "result": {"slept": 10}}
     assert time.monotonic() - t0 < 10
     # cancelling an unknown or finished id is harmless
-    s.send(orjson.dumps({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 77}}) + b"\n")
+    s.send(
+        orjson.dumps({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 77}}) + b"\n"
+    )
     assert s.call(4, "ping")["result"] == {"pong": True}
     s.close()
 
@@ -180,7 +206,9 @@ def test_request_timeout() -> None:
 
 def test_line_too_long_closes_connection(daemon: DaemonProcess) -> None:
     s = LineSocket(daemon.socket_path)
-    payload = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"x" * (10 * 1024 * 1024)
+    payload = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"x" * (
+        10 * 1024 * 1024
+    )
     s.send(payload + b'"}}\n')
     answer = s.recv_json()
     assert answer["error"]["code"] == -32600
@@ -219,7 +247,12 @@ def test_batches(daemon: DaemonProcess) -> None:
         {"jsonrpc": "2.0", "method": "ping"},
         {"jsonrpc": "2.0", "id": "b", "method": "nope"},
         7,
-        {"jsonrpc": "2.0", "id": "c", "method": "prompt/sections", "params": {"session": {"id": "b"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": "c",
+            "method": "prompt/sections",
+            "params": {"session": {"id": "b"}},
+        },
     ]
     s.send(orjson.dumps(batch) + b"\n")
     answer = s.recv_json()
@@ -228,7 +261,7 @@ def test_batches(daemon: DaemonProcess) -> None:
     assert by_id["a"]["result"] == {"pong": True}
     assert by_id["b"]["error"]["code"] == -32601
     assert by_id["c"]["result"]["startsRequestSeries"] is False
-    assert [a for a in answer if a["id"] is None][0]["error"]["code"] == -32600
+    assert next(a for a in answer if a["id"] is None)["error"]["code"] == -32600
     # a batch of notifications only is not answered at all
     s.send(orjson.dumps([{"jsonrpc": "2.0", "method": "ping"}]) + b"\n")
     assert s.call(8, "ping")["id"] == 8
@@ -268,6 +301,7 @@ def test_peer_with_another_uid_is_refused(daemon: DaemonProcess) -> None:
     import sys
 
     # Open the door on purpose: the uid check must hold even when permissions do not.
+    os.chmod(daemon.base, 0o755)
     os.chmod(daemon.socket_path.parent, 0o755)
     os.chmod(daemon.socket_path, 0o666)
     script = (
@@ -276,7 +310,7 @@ def test_peer_with_another_uid_is_refused(daemon: DaemonProcess) -> None:
         "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.settimeout(10)\n"
         f"s.connect({str(daemon.socket_path)!r})\n"
         "try:\n"
-        "    s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\\n')\n"
+        '    s.sendall(b\'{"jsonrpc":"2.0","id":1,"method":"ping"}\\n\')\n'
         "except OSError:\n"
         "    pass\n"
         "data = b''\n"
