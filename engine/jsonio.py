@@ -1,0 +1,212 @@
+"""Durable JSON / JSONL / bytes file I/O shared by the whole engine.
+
+Why this module exists: a memory folder or ``index.json`` that is half written
+after a crash is silent data corruption. Every write here is *atomic* (readers
+see the old content or the new content, never a mix) and *durable* (once the
+call returns, the content survives a power loss):
+
+1. write the data to a temp file in the **same directory** (so ``os.replace`` is
+   a rename on one filesystem), flush and ``fsync`` it;
+2. ``os.replace`` it over the target;
+3. ``fsync`` the directory so the rename itself is on disk.
+
+JSON is encoded with orjson, indented by two spaces, LF line ends and a final
+newline (files are diffed, copied between platforms and read by humans).
+
+Every filesystem *mutation* made by the engine goes through the module-level
+:data:`fs` object (an :class:`FsOps`). It is the single seam tests use to inject
+a failure at the n-th operation and prove crash consistency; production code
+never replaces it. Reads do not go through it: they cannot break consistency.
+
+Temp files are named ``.<target-name>.<pid>-<n>.tmp``; :func:`is_temp_name`
+recognises them so recovery code can delete leftovers of a crashed writer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+__all__ = [
+    "CorruptJSONError",
+    "FsOps",
+    "append_jsonl",
+    "dumps_json",
+    "fs",
+    "fsync_dir",
+    "is_temp_name",
+    "read_json",
+    "write_bytes_atomic",
+    "write_json_atomic",
+]
+
+_TEMP_RE = re.compile(r"^\..+\.\d+-\d+\.tmp$")
+_counter = itertools.count(1)
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+class CorruptJSONError(ValueError):
+    """A file exists but its content is not valid JSON (or not UTF-8).
+
+    Distinct from ``FileNotFoundError`` so callers can tell "never written" from
+    "damaged" (the store rebuilds a damaged index but reports it).
+    """
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"corrupt JSON in {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class FsOps:
+    """The primitive filesystem mutations the engine performs.
+
+    Kept deliberately tiny so a test can wrap every method (see the store's
+    crash tests). Each method is one step a crash could interrupt.
+    """
+
+    def create_write_sync(self, path: Path, data: bytes) -> None:
+        """Create ``path`` exclusively, write ``data``, flush and fsync it."""
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def append_sync(self, path: Path, data: bytes) -> None:
+        """Append ``data`` with one ``O_APPEND`` write and fsync it."""
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def replace(self, src: Path, dst: Path) -> None:
+        """Atomically move a file over ``dst`` (``os.replace``)."""
+        src.replace(dst)
+
+    def rename(self, src: Path, dst: Path) -> None:
+        """Rename a directory; fails if ``dst`` exists (no silent overwrite)."""
+        if dst.exists():
+            raise FileExistsError(f"rename target exists: {dst}")
+        src.rename(dst)
+
+    def fsync_dir(self, path: Path) -> None:
+        """Make the directory entries of ``path`` durable."""
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def mkdir(self, path: Path) -> None:
+        """Create a directory (and parents); an existing one is fine."""
+        path.mkdir(parents=True, exist_ok=True)
+
+    def unlink(self, path: Path) -> None:
+        """Remove a file; a missing one is fine (idempotent cleanup)."""
+        path.unlink(missing_ok=True)
+
+    def rmtree(self, path: Path) -> None:
+        """Remove a directory tree; a missing one is fine."""
+        if path.is_symlink():
+            path.unlink()
+            return
+        if path.exists():
+            shutil.rmtree(path)
+
+
+fs: FsOps = FsOps()
+"""The seam. Tests monkeypatch this attribute; engine code reads it per call."""
+
+
+def is_temp_name(name: str) -> bool:
+    """True for a temp file name produced by this module's atomic writers."""
+    return bool(_TEMP_RE.match(name))
+
+
+def _temp_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}-{next(_counter)}.tmp")
+
+
+def dumps_json(obj: Any) -> bytes:
+    """Encode like every JSON file on disk: orjson, 2-space indent, final LF."""
+    return orjson.dumps(obj, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def fsync_dir(path: Path) -> None:
+    """Fsync a directory so a rename/create/delete inside it is durable."""
+    fs.fsync_dir(path)
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Atomically and durably replace ``path`` with ``data``.
+
+    On any failure the target keeps its previous content (or stays absent) and
+    the temp file is removed when possible; a crash can leave a temp file that
+    :func:`is_temp_name` identifies.
+    """
+    tmp = _temp_path(path)
+    try:
+        fs.create_write_sync(tmp, data)
+        fs.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            fs.unlink(tmp)
+        raise
+    fs.fsync_dir(path.parent)
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    """Atomically and durably write ``obj`` as JSON (see :func:`dumps_json`)."""
+    write_bytes_atomic(path, dumps_json(obj))
+
+
+def append_jsonl(path: Path, record: Any) -> None:
+    """Durably append ``record`` as one compact JSON line.
+
+    One ``O_APPEND`` write per record, then fsync. If a previous writer crashed
+    mid-line (file does not end in LF) a newline is written first so the torn
+    line never swallows this record; readers skip the torn line.
+    """
+    line = orjson.dumps(record) + b"\n"
+    created = not path.exists()
+    if not created and path.stat().st_size > 0:
+        with path.open("rb") as fh:
+            fh.seek(-1, os.SEEK_END)
+            if fh.read(1) != b"\n":
+                line = b"\n" + line
+    fs.append_sync(path, line)
+    if created:
+        fs.fsync_dir(path.parent)
+
+
+def read_json(path: Path) -> Any:
+    """Read and decode a JSON file.
+
+    Raises ``FileNotFoundError`` when absent and :class:`CorruptJSONError` when
+    the content is empty, not UTF-8 or not JSON. A UTF-8 BOM (hand-edited
+    files) is tolerated.
+    """
+    data = path.read_bytes()
+    if data.startswith(_UTF8_BOM):
+        data = data[len(_UTF8_BOM) :]
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise CorruptJSONError(path, str(exc)) from exc

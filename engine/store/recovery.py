@@ -1,0 +1,359 @@
+"""Load-time recovery of a session directory (reference §1.1 v1.4.1, §6 可恢复).
+
+Runs once when a store is opened and is the only code that scans the
+directory. It makes the directory consistent again after any crash:
+
+* temp files of interrupted atomic writes and ``.staging-*`` folders (a folder
+  is assembled there and renamed into place only when complete) are removed;
+* ``index.json`` missing or corrupt → rebuilt from the folders (reported);
+  entries that fail validation or repeat an id are dropped (their folder, if
+  present, is re-adopted from its meta);
+* journals ``.commit-<txn>.json``:
+  ``pending`` (crash mid-commit) → complete folders it lists are adopted,
+  incomplete ones removed (they were never answered to the host, nothing is
+  lost); ``committed`` → kept data, record finalized; ``aborting`` (crash
+  mid-rollback) → the rollback is finished;
+* orphan folders (on disk, not indexed) are adopted — deduplicated by folder id
+  and ``idempotencyKey`` — so archived text is never lost;
+* a folder that cannot be read is reported in :class:`LoadReport`, skipped, and
+  **never deleted** (unless a ``pending`` journal proves we half-wrote it);
+* index entries whose folder is gone are dropped (reported).
+
+Index and image-index writes happen before journals are deleted, so a crash
+during recovery is itself recovered by the next load.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from engine import jsonio
+from engine.jsonio import CorruptJSONError, is_temp_name, read_json
+from engine.store.errors import CorruptFolderError
+from engine.store.folders import read_meta, validate_folder
+from engine.store.ids import is_folder_id, is_safe_name
+from engine.store.images import ImagesIndex, image_row
+from engine.store.indexfile import IndexStatus, read_index, write_index
+from engine.store.layout import JOURNAL_PREFIX, STAGING_PREFIX, SessionPaths
+from engine.store.records import FolderMeta, IndexEntry, JournalRecord, index_row_from_meta
+
+__all__ = ["CorruptFolder", "JournalOutcome", "LoadReport", "RecoveredState", "recover"]
+
+
+@dataclass(frozen=True, slots=True)
+class CorruptFolder:
+    """A folder that could not be read; left on disk untouched."""
+
+    folder_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class JournalOutcome:
+    """What recovery did with one leftover journal.
+
+    ``action``: ``adopted`` (pending → kept its complete folders), ``finalized``
+    (committed), ``rolled-back`` (aborting), ``discarded`` (unreadable).
+    """
+
+    txn_id: str
+    state: str
+    action: str
+    folders: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class LoadReport:
+    """Everything recovery noticed or changed while opening a store."""
+
+    index_status: IndexStatus = "ok"
+    index_rewritten: bool = False
+    adopted: list[str] = field(default_factory=list)
+    removed_incomplete: list[str] = field(default_factory=list)
+    corrupt_folders: list[CorruptFolder] = field(default_factory=list)
+    duplicate_folders: list[str] = field(default_factory=list)
+    missing_folders: list[str] = field(default_factory=list)
+    dropped_entries: list[str] = field(default_factory=list)
+    reindexed: list[str] = field(default_factory=list)
+    journals: list[JournalOutcome] = field(default_factory=list)
+    temp_removed: list[str] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        """True when the directory needed no repair at all."""
+        return (
+            self.index_status != "corrupt"
+            and not self.index_rewritten
+            and not self.corrupt_folders
+            and not self.duplicate_folders
+            and not self.journals
+            and not self.temp_removed
+        )
+
+
+@dataclass(slots=True)
+class RecoveredState:
+    """The consistent in-memory state a :class:`SessionStore` starts from."""
+
+    rows: dict[str, dict[str, Any]]
+    entries: dict[str, IndexEntry]
+    index_extra: dict[str, Any]
+    images: ImagesIndex
+    report: LoadReport
+    seen_ids: set[str]
+
+
+class _Recovery:
+    def __init__(self, paths: SessionPaths) -> None:
+        self.paths = paths
+        self.report = LoadReport()
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.entries: dict[str, IndexEntry] = {}
+        self.by_key: dict[str, str] = {}
+        self.index_changed = False
+        self.images = ImagesIndex(paths)
+        self.images_changed = False
+        self.folder_dirs: set[str] = set()
+        self.removed: set[str] = set()
+        self.to_unlink: list[Any] = []
+
+    # -- helpers ---------------------------------------------------------
+    def _ensure_images(self) -> None:
+        self.images.ensure_loaded(lambda: list(self.rows))
+
+    def _add(self, meta: FolderMeta) -> None:
+        row = index_row_from_meta(meta)
+        self.rows[meta.id] = row
+        self.entries[meta.id] = IndexEntry.model_validate(row)
+        if meta.idempotencyKey is not None:
+            self.by_key.setdefault(meta.idempotencyKey, meta.id)
+        self.index_changed = True
+
+    def _drop(self, folder_id: str) -> None:
+        if self.rows.pop(folder_id, None) is not None:
+            self.entries.pop(folder_id, None)
+            self.index_changed = True
+
+    # -- phases ----------------------------------------------------------
+    def scan(self) -> tuple[list[str], list[str]]:
+        journals: list[str] = []
+        staging: list[str] = []
+        with os.scandir(self.paths.dir) as it:
+            for entry in it:
+                name = entry.name
+                if is_temp_name(name) and entry.is_file(follow_symlinks=False):
+                    jsonio.fs.unlink(self.paths.dir / name)
+                    self.report.temp_removed.append(name)
+                elif name.startswith(JOURNAL_PREFIX) and name.endswith(".json"):
+                    journals.append(name)
+                elif name.startswith(STAGING_PREFIX) and entry.is_dir(follow_symlinks=False):
+                    staging.append(name)
+                elif is_folder_id(name) and entry.is_dir(follow_symlinks=False):
+                    self.folder_dirs.add(name)
+        if self.paths.images_dir.is_dir():
+            with os.scandir(self.paths.images_dir) as it:
+                for entry in it:
+                    if is_temp_name(entry.name) and entry.is_file(follow_symlinks=False):
+                        jsonio.fs.unlink(self.paths.images_dir / entry.name)
+                        self.report.temp_removed.append(f"images/{entry.name}")
+        return sorted(journals), sorted(staging)
+
+    def load_index(self) -> dict[str, Any]:
+        raw, extra, status = read_index(self.paths)
+        self.report.index_status = status
+        self.index_changed = status == "corrupt"
+        for item in raw:
+            item_id = item.get("id") if isinstance(item, dict) else None
+            try:
+                entry = IndexEntry.model_validate(item)
+            except ValidationError:
+                self.report.dropped_entries.append(str(item_id))
+                self.index_changed = True
+                continue
+            if not is_folder_id(entry.id) or entry.id in self.rows:
+                self.report.dropped_entries.append(entry.id)
+                self.index_changed = True
+                continue
+            assert isinstance(item, dict)
+            self.rows[entry.id] = item
+            self.entries[entry.id] = entry
+            if entry.idempotencyKey is not None:
+                self.by_key.setdefault(entry.idempotencyKey, entry.id)
+        return extra
+
+    def apply_reindex_marker(self) -> None:
+        marker = self.paths.reindex_marker
+        if not marker.exists():
+            return
+        try:
+            doc = read_json(marker)
+            ids = [i for i in doc.get("folders", []) if isinstance(i, str)]
+        except (CorruptJSONError, OSError, AttributeError):
+            ids = list(self.rows)
+        for folder_id in ids:
+            if folder_id not in self.rows:
+                continue
+            try:
+                meta = read_meta(self.paths, folder_id)
+            except CorruptFolderError:
+                continue
+            self.rows[folder_id] = index_row_from_meta(meta, self.rows[folder_id])
+            self.entries[folder_id] = IndexEntry.model_validate(self.rows[folder_id])
+            self.report.reindexed.append(folder_id)
+            self.index_changed = True
+        self.to_unlink.append(marker)
+
+    def journal(self, name: str) -> None:
+        path = self.paths.dir / name
+        txn_id = name[len(JOURNAL_PREFIX) : -len(".json")]
+        try:
+            rec = JournalRecord.model_validate(read_json(path))
+        except (CorruptJSONError, ValidationError, OSError):
+            self.report.journals.append(JournalOutcome(txn_id, "corrupt", "discarded"))
+            self.to_unlink.append(path)
+            return
+        folders = [f for f in rec.folders if is_folder_id(f)]
+        if rec.state == "aborting":
+            self._finish_abort(rec, folders)
+            action = "rolled-back"
+        else:
+            kept = self._keep_complete(rec, folders)
+            self._settle_images(rec, kept)
+            action = "adopted" if rec.state == "pending" else "finalized"
+        self.report.journals.append(JournalOutcome(rec.txnId, rec.state, action, tuple(folders)))
+        self.to_unlink.append(path)
+
+    def _finish_abort(self, rec: JournalRecord, folders: list[str]) -> None:
+        for folder_id in folders:
+            self._drop(folder_id)
+            jsonio.fs.rmtree(self.paths.folder(folder_id))
+            jsonio.fs.rmtree(self.paths.staging(folder_id))
+            self.removed.add(folder_id)
+        images = [i for i in rec.images if is_safe_name(i.name)]
+        if images:
+            self._ensure_images()
+            for img in images:
+                self.images_changed |= self.images.remove(img.name)
+                jsonio.fs.unlink(self.paths.image(img.name))
+
+    def _keep_complete(self, rec: JournalRecord, folders: list[str]) -> set[str]:
+        kept: set[str] = set()
+        for folder_id in folders:
+            jsonio.fs.rmtree(self.paths.staging(folder_id))
+            if folder_id in self.rows:
+                kept.add(folder_id)
+                continue
+            if folder_id not in self.folder_dirs:
+                continue
+            try:
+                meta = validate_folder(self.paths, folder_id)
+                if rec.state == "pending":
+                    self._check_images(rec, folder_id)
+            except CorruptFolderError as exc:
+                if rec.state == "pending":
+                    jsonio.fs.rmtree(self.paths.folder(folder_id))
+                    self.removed.add(folder_id)
+                    self.report.removed_incomplete.append(folder_id)
+                else:
+                    self.report.corrupt_folders.append(CorruptFolder(folder_id, exc.reason))
+                    self.removed.add(folder_id)
+                continue
+            owner = self.by_key.get(meta.idempotencyKey) if meta.idempotencyKey else None
+            if owner is not None and rec.state == "pending":
+                # Same span already archived elsewhere: this copy was never answered.
+                jsonio.fs.rmtree(self.paths.folder(folder_id))
+                self.removed.add(folder_id)
+                self.report.removed_incomplete.append(folder_id)
+                continue
+            self._add(meta)
+            self.report.adopted.append(folder_id)
+            kept.add(folder_id)
+        return kept
+
+    def _check_images(self, rec: JournalRecord, folder_id: str) -> None:
+        """A pending transaction's folder is complete only with all its images."""
+        for img in rec.images:
+            if img.folderId != folder_id:
+                continue
+            if not is_safe_name(img.name) or not self.paths.image(img.name).is_file():
+                raise CorruptFolderError(folder_id, f"image {img.name} missing")
+
+    def _settle_images(self, rec: JournalRecord, kept: set[str]) -> None:
+        images = [i for i in rec.images if is_safe_name(i.name)]
+        if not images:
+            return
+        self._ensure_images()
+        for img in images:
+            if img.folderId in kept:
+                if self.images.get(img.name) is None:
+                    try:
+                        meta = read_meta(self.paths, img.folderId)
+                    except CorruptFolderError:
+                        continue
+                    self.images.put(image_row(meta, img.name))
+                    self.images_changed = True
+            else:
+                self.images_changed |= self.images.remove(img.name)
+                jsonio.fs.unlink(self.paths.image(img.name))
+
+    def orphans(self) -> None:
+        adopted: list[FolderMeta] = []
+        for folder_id in sorted(self.folder_dirs - self.rows.keys() - self.removed):
+            try:
+                meta = validate_folder(self.paths, folder_id)
+            except CorruptFolderError as exc:
+                self.report.corrupt_folders.append(CorruptFolder(folder_id, exc.reason))
+                continue
+            if meta.idempotencyKey is not None and meta.idempotencyKey in self.by_key:
+                self.report.duplicate_folders.append(folder_id)
+                continue
+            if meta.idempotencyKey is not None:
+                self.by_key[meta.idempotencyKey] = folder_id
+            adopted.append(meta)
+        for meta in sorted(adopted, key=lambda m: (m.createdAt, m.id)):
+            self._add(meta)
+            self.report.adopted.append(meta.id)
+
+    def missing(self) -> None:
+        for folder_id in [f for f in self.rows if f not in self.folder_dirs]:
+            self._drop(folder_id)
+            if folder_id not in self.removed:
+                self.report.missing_folders.append(folder_id)
+
+
+def recover(paths: SessionPaths) -> RecoveredState:
+    """Open-time recovery; see the module docstring for every rule."""
+    jsonio.fs.mkdir(paths.dir)
+    rec = _Recovery(paths)
+    journals, staging = rec.scan()
+    extra = rec.load_index()
+    rec.apply_reindex_marker()
+    for name in journals:
+        rec.journal(name)
+    for name in staging:
+        jsonio.fs.rmtree(paths.dir / name)
+        rec.report.temp_removed.append(name)
+    rec.orphans()
+    rec.missing()
+    if rec.index_changed and (rec.rows or rec.report.index_status != "missing"):
+        write_index(paths, rec.rows.values(), extra)
+        rec.report.index_rewritten = True
+    if rec.images_changed:
+        rec.images.write()
+    for path in rec.to_unlink:
+        jsonio.fs.unlink(path)
+    if rec.to_unlink or staging:
+        jsonio.fs.fsync_dir(paths.dir)
+    seen = set(rec.folder_dirs) | set(rec.rows)
+    return RecoveredState(
+        rows=rec.rows,
+        entries=rec.entries,
+        index_extra=extra,
+        images=rec.images,
+        report=rec.report,
+        seen_ids=seen,
+    )

@@ -1,0 +1,312 @@
+"""Archive commit transactions (reference §1.1 "commit 事务", §6 可恢复).
+
+A transaction writes a set of new memory folders (and their image files)
+all-or-nothing, in this order, each step durable before the next:
+
+1. refuse the whole transaction if ``storage.maxFolders`` would be exceeded
+   (:class:`MaxFoldersExceededError`, nothing written);
+2. journal ``.commit-<txnId>.json`` with ``state:"pending"`` listing every
+   folder and image it will write (written before anything else);
+3. image files into ``images/`` (before their folders, so a folder that exists
+   has its images);
+4. each folder is assembled in ``.staging-<id>/`` (``context.json`` then
+   ``meta.json``) and renamed to ``<id>/`` — a ``mem-…`` directory is complete
+   or absent;
+5. ``images/index.json``, then ``index.json``;
+6. the journal becomes ``state:"committed"`` (or is deleted when the caller
+   asked for no record).
+
+Any exception before the end rolls back exactly what this transaction wrote
+(folders, image files, image-index entries, index entries) and re-raises.
+Folders whose ``meta.idempotencyKey`` is already archived are *skipped* and
+reported in :attr:`Transaction.skipped`; the caller decides (the archive path
+refuses to replace the context unless ``skipped`` is empty).
+
+The ``committed`` journal is the record that lets ``archive/abort`` undo the
+archive after it landed (:meth:`SessionStore.rollback_committed`) until the
+caller calls :meth:`SessionStore.finalize`. A crash leaves recovery to decide
+(see :mod:`engine.store.recovery`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal
+
+from engine import jsonio
+from engine.jsonio import dumps_json, write_bytes_atomic, write_json_atomic
+from engine.store.errors import MaxFoldersExceededError, TransactionError
+from engine.store.folders import context_document
+from engine.store.ids import check_safe_name, is_folder_id
+from engine.store.images import image_row
+from engine.store.records import FolderMeta, JournalImage, JournalRecord, to_json_dict
+
+if TYPE_CHECKING:
+    from engine.store.session_store import SessionStore
+
+__all__ = ["CommitResult", "ImageSource", "SkippedFolder", "Transaction"]
+
+ImageSource = bytes | Path
+"""Image content: the bytes, or a file to copy them from."""
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedFolder:
+    """A planned folder whose idempotency key is already archived."""
+
+    folder_id: str
+    idempotency_key: str
+    existing_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class CommitResult:
+    """Outcome of :meth:`Transaction.commit`."""
+
+    txn_id: str
+    written: tuple[str, ...]
+    skipped: tuple[SkippedFolder, ...]
+    images: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class _Planned:
+    meta: FolderMeta
+    meta_bytes: bytes
+    context_bytes: bytes
+    images: list[tuple[str, bytes]]
+
+
+@dataclass(slots=True)
+class _Progress:
+    journal: bool = False
+    folders: list[str] = field(default_factory=list)
+    images: list[str] = field(default_factory=list)
+    image_rows: list[str] = field(default_factory=list)
+    images_index: bool = False
+    rows: list[str] = field(default_factory=list)
+    index: bool = False
+
+
+class Transaction:
+    """One archive commit. Use as a context manager or call commit()/rollback().
+
+    ``with store.transaction("arc-1", max_folders=10000) as txn:`` commits on a
+    normal exit and rolls back (then re-raises) on an exception.
+    """
+
+    def __init__(
+        self, store: SessionStore, txn_id: str, max_folders: int | None, keep_record: bool
+    ) -> None:
+        self.txn_id = check_safe_name(txn_id, "transaction id")
+        if max_folders is not None and max_folders < 0:
+            raise ValueError("max_folders must be >= 0 (0 or None: unlimited)")
+        self._store = store
+        self._max_folders = max_folders or None
+        self._keep_record = keep_record
+        self._planned: list[_Planned] = []
+        self._keys: dict[str, str] = {}
+        self._image_names: set[str] = set()
+        self.skipped: list[SkippedFolder] = []
+        self.state: Literal["open", "committed", "rolled-back"] = "open"
+        self.result: CommitResult | None = None
+
+    # -- planning ----------------------------------------------------------
+    @property
+    def planned(self) -> tuple[str, ...]:
+        """Folder ids this transaction will write (skipped ones excluded)."""
+        return tuple(p.meta.id for p in self._planned)
+
+    def add_folder(
+        self,
+        meta: FolderMeta,
+        messages: Sequence[Mapping[str, Any]],
+        images: Sequence[tuple[str, ImageSource]] = (),
+    ) -> bool:
+        """Plan one folder. Returns False when it is skipped as already archived.
+
+        Everything is validated and serialised here, so commit cannot fail on
+        bad input half-way. Raises ``ValueError`` for an unusable or taken
+        folder id or image name.
+        """
+        self._require_open()
+        folder_id = meta.id
+        if not is_folder_id(folder_id):
+            raise ValueError(f"invalid folder id {folder_id!r} (expected mem-…)")
+        key = meta.idempotencyKey
+        if key is not None:
+            existing = self._store.find_by_idempotency_key(key) or self._keys.get(key)
+            if existing is not None:
+                self.skipped.append(SkippedFolder(folder_id, key, existing))
+                return False
+        if folder_id in self._store or folder_id in self.planned:
+            raise ValueError(f"folder id {folder_id} is already used")
+        if self._store.paths.folder(folder_id).exists():
+            raise ValueError(f"folder id {folder_id} exists on disk")
+        loaded: list[tuple[str, bytes]] = []
+        for name, source in images:
+            check_safe_name(name, "image name")
+            if name in self._image_names or self._store.paths.image(name).exists():
+                raise ValueError(f"image name {name!r} is already used")
+            data = source.read_bytes() if isinstance(source, Path) else bytes(source)
+            loaded.append((name, data))
+            self._image_names.add(name)
+        planned = _Planned(
+            meta=meta,
+            meta_bytes=dumps_json(to_json_dict(meta)),
+            context_bytes=dumps_json(context_document([dict(m) for m in messages])),
+            images=loaded,
+        )
+        self._planned.append(planned)
+        if key is not None:
+            self._keys[key] = folder_id
+        self._store._reserve_id(folder_id)
+        return True
+
+    # -- context manager ---------------------------------------------------
+    def __enter__(self) -> Transaction:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.state != "open":
+            return
+        if exc_type is None:
+            self.commit()
+        else:
+            self.rollback()
+
+    # -- commit / rollback -------------------------------------------------
+    def rollback(self) -> None:
+        """Abandon an uncommitted transaction (nothing was written yet)."""
+        self._require_open()
+        self.state = "rolled-back"
+        self._store._end_transaction(self)
+
+    def commit(self) -> CommitResult:
+        """Write everything (see the module docstring); all or nothing."""
+        self._require_open()
+        store = self._store
+        limit = self._max_folders
+        if limit is not None and len(store) + len(self._planned) > limit:
+            self.state = "rolled-back"
+            store._end_transaction(self)
+            raise MaxFoldersExceededError(len(store), len(self._planned), limit)
+        progress = _Progress()
+        try:
+            self._write(progress)
+        except BaseException:
+            self._undo(progress)
+            self.state = "rolled-back"
+            store._end_transaction(self)
+            raise
+        self.state = "committed"
+        self.result = CommitResult(
+            txn_id=self.txn_id,
+            written=self.planned,
+            skipped=tuple(self.skipped),
+            images=tuple(name for p in self._planned for name, _ in p.images),
+        )
+        store._end_transaction(self, self._record("committed") if self._keep_record else None)
+        return self.result
+
+    def _record(self, state: Literal["pending", "committed", "aborting"]) -> JournalRecord:
+        return JournalRecord(
+            txnId=self.txn_id,
+            state=state,
+            folders=list(self.planned),
+            images=[
+                JournalImage(name=name, folderId=p.meta.id)
+                for p in self._planned
+                for name, _ in p.images
+            ],
+        )
+
+    def _write(self, progress: _Progress) -> None:
+        store = self._store
+        paths = store.paths
+        if not self._planned:
+            return
+        journal = paths.journal(self.txn_id)
+        progress.journal = True
+        write_json_atomic(journal, self._record("pending").model_dump(mode="json"))
+        has_images = any(p.images for p in self._planned)
+        if has_images:
+            jsonio.fs.mkdir(paths.images_dir)
+            for p in self._planned:
+                for name, data in p.images:
+                    progress.images.append(name)
+                    write_bytes_atomic(paths.image(name), data)
+        for p in self._planned:
+            folder_id = p.meta.id
+            progress.folders.append(folder_id)
+            staging = paths.staging(folder_id)
+            jsonio.fs.mkdir(staging)
+            write_bytes_atomic(staging / "context.json", p.context_bytes)
+            write_bytes_atomic(staging / "meta.json", p.meta_bytes)
+            jsonio.fs.rename(staging, paths.folder(folder_id))
+            jsonio.fs.fsync_dir(paths.dir)
+        if has_images:
+            store._ensure_images()
+            for p in self._planned:
+                for name, _ in p.images:
+                    store._images.put(image_row(p.meta, name))
+                    progress.image_rows.append(name)
+            progress.images_index = True
+            store._images.write()
+        for p in self._planned:
+            store._put_meta_row(p.meta)
+            progress.rows.append(p.meta.id)
+        progress.index = True
+        store._write_index()
+        if self._keep_record:
+            write_json_atomic(journal, self._record("committed").model_dump(mode="json"))
+        else:
+            jsonio.fs.unlink(journal)
+            jsonio.fs.fsync_dir(paths.dir)
+
+    def _undo(self, progress: _Progress) -> None:
+        """Best-effort removal of what :meth:`_write` did; recovery finishes it."""
+        store = self._store
+        paths = store.paths
+        failed = False
+
+        def attempt(step: Any, *args: Any) -> None:
+            nonlocal failed
+            try:
+                step(*args)
+            except Exception:  # noqa: BLE001 - keep undoing; recovery handles the rest
+                failed = True
+
+        journal = paths.journal(self.txn_id)
+        if progress.journal and journal.exists():
+            attempt(write_json_atomic, journal, self._record("aborting").model_dump(mode="json"))
+        for folder_id in progress.rows:
+            store._drop_row(folder_id)
+        if progress.index:
+            attempt(store._write_index)
+        for name in progress.image_rows:
+            store._images.remove(name)
+        if progress.images_index:
+            attempt(store._images.write)
+        for name in progress.images:
+            attempt(jsonio.fs.unlink, paths.image(name))
+        for folder_id in progress.folders:
+            attempt(jsonio.fs.rmtree, paths.folder(folder_id))
+            attempt(jsonio.fs.rmtree, paths.staging(folder_id))
+        if progress.journal:
+            attempt(jsonio.fs.unlink, journal)
+            attempt(jsonio.fs.fsync_dir, paths.dir)
+        if failed:
+            store.needs_recovery = True
+
+    def _require_open(self) -> None:
+        if self.state != "open":
+            raise TransactionError(f"transaction {self.txn_id} is {self.state}")

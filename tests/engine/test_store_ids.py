@@ -1,0 +1,115 @@
+"""Session ids become safe directory names; nothing escapes the memory root."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.store import open_session, safe_session_id, session_paths
+from engine.store.ids import (
+    FOLDER_ID_RE,
+    MAX_NAME_LENGTH,
+    FolderIdAllocator,
+    folder_stamp,
+    is_safe_name,
+    make_idempotency_key,
+)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("session-abc123", "session-abc123"),
+        ("onebot-group-12345", "onebot-group-12345"),
+        ("a/b", "a_b"),
+        ("a\\b", "a_b"),
+        ("a/../../b", "a_.._.._b"),
+        ("../etc", ".._etc"),
+        ("nul\x00byte", "nul_byte"),
+        ("日本", "__"),
+        ("with space", "with_space"),
+        ("C:\\Windows", "C__Windows"),
+        ("~user", "_user"),
+        ("a:b*c?d", "a_b_c_d"),
+    ],
+)
+def test_safe_session_id_table(raw: str, expected: str) -> None:
+    assert safe_session_id(raw) == expected
+
+
+@pytest.mark.parametrize("raw", ["", ".", "..", "...", "...."])
+def test_special_ids_refused(raw: str) -> None:
+    with pytest.raises(ValueError, match="session id"):
+        safe_session_id(raw)
+
+
+def test_long_ids_are_shortened_and_stay_distinct() -> None:
+    a = safe_session_id("x" * 1000 + "a")
+    b = safe_session_id("x" * 1000 + "b")
+    assert len(a) <= MAX_NAME_LENGTH and len(b) <= MAX_NAME_LENGTH
+    assert a != b
+    assert is_safe_name(a)
+
+
+def test_per_session_false_uses_root(tmp_path: Path) -> None:
+    paths = session_paths(tmp_path, "anything/../x", per_session=False)
+    assert paths.dir == tmp_path.resolve()
+    assert paths.index == tmp_path.resolve() / "index.json"
+
+
+def test_per_session_layout(tmp_path: Path) -> None:
+    store = open_session(tmp_path, "qqb-g-1/abc", per_session=True)
+    assert store.dir == tmp_path.resolve() / "sessions" / "qqb-g-1_abc"
+    assert store.dir.is_dir()
+
+
+def test_symlinked_sessions_dir_escaping_root_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    outside = tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "sessions").symlink_to(outside)
+    with pytest.raises(ValueError, match="escapes"):
+        session_paths(root, "s1", per_session=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw=st.text(min_size=0, max_size=300))
+def test_no_session_id_escapes_root(raw: str) -> None:
+    root = Path("/srv/memory-root")
+    try:
+        safe = safe_session_id(raw)
+    except ValueError:
+        return
+    assert is_safe_name(safe)
+    assert "/" not in safe and "\\" not in safe and "\x00" not in safe
+    assert safe not in {".", ".."}
+    target = (root / "sessions" / safe).resolve()
+    assert target.parent == root / "sessions"
+    paths = session_paths(root, raw, per_session=True)
+    assert paths.dir.is_relative_to(root / "sessions")
+
+
+def test_folder_ids_are_utc_and_unique() -> None:
+    alloc = FolderIdAllocator()
+    now = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+    assert folder_stamp(now) == "20260101T000000Z"
+    ids = [alloc.allocate(now + 5) for _ in range(3)]
+    assert ids == [
+        "mem-20260101T000000Z-0001",
+        "mem-20260101T000000Z-0002",
+        "mem-20260101T000000Z-0003",
+    ]
+    assert all(FOLDER_ID_RE.match(i) for i in ids)
+    alloc.observe("mem-20260101T000001Z-0041")
+    assert alloc.allocate(now + 1000) == "mem-20260101T000001Z-0042"
+
+
+def test_idempotency_key_is_unambiguous() -> None:
+    a = make_idempotency_key("s|1", 2, 3, 4, "h", 0)
+    b = make_idempotency_key("s", 12, 3, 4, "h", 0)
+    assert a != b
+    assert make_idempotency_key("s", 1, 2, 3, "h", 0) != make_idempotency_key("s", 1, 2, 3, "h", 1)
