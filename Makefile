@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/rofmd serve --demo
+	$(BIN)/rofmd serve --log-format console
 
 lint: $(STAMP)
 	$(BIN)/ruff check rofmd handlers engine tests bench
