@@ -75,26 +75,12 @@ class FsOps:
     def create_write_sync(self, path: Path, data: bytes) -> None:
         """Create ``path`` exclusively, write ``data``, flush and fsync it."""
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _write_all_and_close(fd, data)
 
     def append_sync(self, path: Path, data: bytes) -> None:
         """Append ``data`` with one ``O_APPEND`` write and fsync it."""
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _write_all_and_close(fd, data)
 
     def replace(self, src: Path, dst: Path) -> None:
         """Atomically move a file over ``dst`` (``os.replace``)."""
@@ -210,3 +196,15 @@ def read_json(path: Path) -> Any:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise CorruptJSONError(path, str(exc)) from exc
+
+
+def _write_all_and_close(fd: int, data: bytes) -> None:
+    """Write every byte (os.write may write less), fsync, and close the descriptor."""
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -54,6 +54,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"rofmd: invalid setting {loc}: {first.get('msg')}", file=sys.stderr)
         return 1
     configure_logging(settings.log_format, settings.log_level)
+    # Memory holds whole conversations: files 0600, directories 0700, whatever the shell's umask.
+    os.umask(0o077)
     return serve(settings)
 
 

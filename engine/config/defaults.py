@@ -20,6 +20,8 @@ from __future__ import annotations
 import copy
 from typing import Any, Final
 
+from engine.heuristic import DEFAULT_WEIGHTS
+
 __all__ = [
     "ENGINE_DEFAULTS",
     "FORBIDDEN_KEYS",
@@ -103,16 +105,7 @@ ENGINE_DEFAULTS: Final[dict[str, Any]] = {
         "warnAbove": 0.8,
         # Heuristic α feature weights, used only by the heuristic scorer (engine.heuristic,
         # which documents each feature). The reference's value is "见文件"; these are ours.
-        "weights": {
-            "base": 0.2,
-            "decision": 0.2,
-            "agreement": 0.25,
-            "preference": 0.2,
-            "rule": 0.2,
-            "identity": 0.25,
-            "numbers": 0.1,
-            "length": 0.05,
-        },
+        "weights": dict(DEFAULT_WEIGHTS),
     },
     "keywords": {
         "min": 3,

@@ -24,7 +24,7 @@ import orjson
 from engine.config.defaults import ENGINE_DEFAULTS, FORBIDDEN_KEYS
 from engine.config.model import MemoryConfig
 from engine.config.paths import packaged_config_path
-from engine.config.validate import Warn, cross_check, describe, merge_layer
+from engine.config.validate import Warn, cross_check, describe, json_kind, merge_layer
 
 __all__ = [
     "ENGINE_DEFAULTS_SOURCE",
@@ -88,15 +88,8 @@ class ConfigBuild:
 
 
 def _json_kind(value: Any) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    return "null"
+    kind = json_kind(value)
+    return kind if kind == "null" else ("an " if kind[0] in "aeiou" else "a ") + kind
 
 
 def read_config_file(path: Path) -> dict[str, Any] | None:

@@ -74,7 +74,7 @@ def describe(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
     """JSON-ish type name of a value, for "expected X, got Y" messages."""
     if value is None:
         return "null"
@@ -139,7 +139,7 @@ class BoolRule(Rule):
     def check(self, value: Any) -> _Outcome:
         if isinstance(value, bool):
             return _Outcome(value)
-        return _reject(f"expected a boolean, got {_kind(value)} {describe(value)}")
+        return _reject(f"expected a boolean, got {json_kind(value)} {describe(value)}")
 
 
 def _clamp(value: float, lo: float | None, hi: float | None) -> tuple[float, str | None]:
@@ -167,7 +167,7 @@ class IntRule(Rule):
 
     def check(self, value: Any) -> _Outcome:
         if not _is_number(value):
-            return _reject(f"expected an integer, got {_kind(value)} {describe(value)}")
+            return _reject(f"expected an integer, got {json_kind(value)} {describe(value)}")
         notes: list[str] = []
         if isinstance(value, float) and not value.is_integer():
             rounded = math.floor(value + 0.5)
@@ -193,7 +193,7 @@ class NumRule(Rule):
 
     def check(self, value: Any) -> _Outcome:
         if not _is_number(value):
-            return _reject(f"expected a number, got {_kind(value)} {describe(value)}")
+            return _reject(f"expected a number, got {json_kind(value)} {describe(value)}")
         if self.lo_open and self.lo is not None and value <= self.lo:
             return _reject(f"{describe(value)} must be greater than {describe(self.lo)}")
         clamped, note = _clamp(value, None if self.lo_open else self.lo, self.hi)
@@ -209,7 +209,7 @@ class EnumRule(Rule):
     def check(self, value: Any) -> _Outcome:
         allowed = "|".join(self.values)
         if not isinstance(value, str):
-            return _reject(f"expected one of {allowed}, got {_kind(value)} {describe(value)}")
+            return _reject(f"expected one of {allowed}, got {json_kind(value)} {describe(value)}")
         if value in self.values:
             return _Outcome(value)
         folded = value.strip().casefold()
@@ -227,7 +227,7 @@ class StrRule(Rule):
 
     def check(self, value: Any) -> _Outcome:
         if not isinstance(value, str):
-            return _reject(f"expected a string, got {_kind(value)} {describe(value)}")
+            return _reject(f"expected a string, got {json_kind(value)} {describe(value)}")
         if not self.allow_blank and not value.strip():
             return _reject("expected a non-empty string")
         return _Outcome(value)
@@ -243,7 +243,7 @@ class TimezoneRule(Rule):
 
     def check(self, value: Any) -> _Outcome:
         if not isinstance(value, str):
-            return _reject(f"expected an IANA timezone name, got {_kind(value)}")
+            return _reject(f"expected an IANA timezone name, got {json_kind(value)}")
         name = value.strip()
         if not name:
             return _Outcome("")
@@ -285,7 +285,9 @@ class StrListRule(Rule):
 
     def check(self, value: Any) -> _Outcome:
         if not isinstance(value, list | tuple):
-            return _reject(f"expected an array of strings, got {_kind(value)} {describe(value)}")
+            return _reject(
+                f"expected an array of strings, got {json_kind(value)} {describe(value)}"
+            )
         notes: list[str] = []
         items: list[str] = []
         for item in value:
@@ -317,7 +319,7 @@ class IdListRule(Rule):
 
     def check(self, value: Any) -> _Outcome:
         if not isinstance(value, list | tuple):
-            return _reject(f"expected an array of ids, got {_kind(value)} {describe(value)}")
+            return _reject(f"expected an array of ids, got {json_kind(value)} {describe(value)}")
         notes: list[str] = []
         ids: list[str] = []
         for item in value:
@@ -342,7 +344,9 @@ class NumMapRule(Rule):
 
     def apply(self, prev: Any, new: Any, path: str, warn: Warn) -> Any:
         if not isinstance(new, Mapping):
-            warn(f"{path}: expected an object, got {_kind(new)} {describe(new)}; keeping previous")
+            warn(
+                f"{path}: expected an object, got {json_kind(new)} {describe(new)}; keeping previous"
+            )
             return prev
         merged = dict(prev)
         for key, item in new.items():
@@ -350,7 +354,9 @@ class NumMapRule(Rule):
                 merged[key] = item
             else:
                 kept = f"keeping {describe(merged[key])}" if key in merged else "ignored"
-                warn(f"{path}.{key}: expected a number, got {_kind(item)} {describe(item)}; {kept}")
+                warn(
+                    f"{path}.{key}: expected a number, got {json_kind(item)} {describe(item)}; {kept}"
+                )
         return merged
 
 
@@ -365,14 +371,18 @@ class CategoryClassesRule(Rule):
 
     def apply(self, prev: Any, new: Any, path: str, warn: Warn) -> Any:
         if not isinstance(new, Mapping):
-            warn(f"{path}: expected an object, got {_kind(new)} {describe(new)}; keeping previous")
+            warn(
+                f"{path}: expected an object, got {json_kind(new)} {describe(new)}; keeping previous"
+            )
             return prev
         merged: dict[str, Any] = {k: copy.deepcopy(v) for k, v in prev.items()}
         words_rule = StrListRule()
         for name, entry in new.items():
             where = f"{path}.{name}"
             if not isinstance(entry, Mapping):
-                warn(f"{where}: expected an object {{label, words}}, got {_kind(entry)}; ignored")
+                warn(
+                    f"{where}: expected an object {{label, words}}, got {json_kind(entry)}; ignored"
+                )
                 continue
             base = merged.get(name)
             label = base["label"] if base else name
@@ -657,7 +667,9 @@ def merge_layer(
             if isinstance(value, Mapping):
                 merge_layer(acc[key], value, warn, unknown, schema=node, prefix=path + ".")
             else:
-                warn(f"{path}: expected an object, got {_kind(value)} {describe(value)}; ignored")
+                warn(
+                    f"{path}: expected an object, got {json_kind(value)} {describe(value)}; ignored"
+                )
         else:
             assert isinstance(node, Rule)
             acc[key] = node.apply(acc[key], value, path, warn)
