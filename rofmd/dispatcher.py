@@ -10,6 +10,7 @@ commit guard (see `handlers.context.RequestContext.commit_guard`).
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections import Counter, deque
 from collections.abc import Callable, Coroutine
@@ -100,6 +101,9 @@ class Dispatcher:
         self._idle = anyio.Event()
         self._idle.set()
         self.counters: Counter[str] = Counter()
+        # request ids: unique per daemon run, cheap on the hot path (error ids stay uuid4)
+        self._id_prefix = uuid.uuid4().hex[:6]
+        self._request_seq = itertools.count(1)
 
     # ---- submission -------------------------------------------------------------
 
@@ -221,7 +225,7 @@ class Dispatcher:
     async def _run(self, job: Job) -> dict[str, Any] | None:
         call = job.call
         job.started = True
-        request_id = uuid.uuid4().hex[:12]
+        request_id = f"{self._id_prefix}-{next(self._request_seq):x}"
         sid = _session_id(call.params)
         with structlog.contextvars.bound_contextvars(
             request_id=request_id, session_id=sid, method=call.method

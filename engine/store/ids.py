@@ -9,6 +9,7 @@ are refused with a ``ValueError``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from datetime import UTC, datetime
@@ -53,6 +54,7 @@ def check_safe_name(name: str, what: str) -> str:
     return name
 
 
+@functools.lru_cache(maxsize=4096)  # pure; called on every request of the daemon
 def safe_session_id(raw: str) -> str:
     """Map a host session id to its directory name.
 
