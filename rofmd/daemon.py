@@ -209,8 +209,13 @@ class Daemon:
         from watchfiles import awatch
 
         directory = self.settings.config_dir
-        if not directory.is_dir():
-            log.info("config directory absent; not watching", dir=str(directory))
+        try:
+            # create it, so a config file written later is picked up without a restart
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            log.warning(
+                "config directory unusable; not watching", dir=str(directory), error=str(exc)
+            )
             return
 
         def interesting(_change: object, path: str) -> bool:
