@@ -22,6 +22,7 @@ from handlers.params import (
     SessionParams,
     SleepParams,
 )
+from handlers.tools import ToolCallParams, tools_call
 
 Handler = Callable[[App, Any, RequestContext], Awaitable[dict[str, Any] | None]]
 
@@ -32,6 +33,7 @@ class Method:
 
     `needs_enabled`: answered -32001 when memory was disabled at start.
     `debug`: exists only with the `debug_methods` setting.
+    `listener`: a host event the bridge must forward; `initialize` lists it.
     """
 
     name: str
@@ -39,6 +41,7 @@ class Method:
     handler: Handler
     needs_enabled: bool = True
     debug: bool = False
+    listener: bool = False
 
 
 _METHODS: dict[str, Method] = {
@@ -49,7 +52,8 @@ _METHODS: dict[str, Method] = {
         Method("status", NoParams, system.status, needs_enabled=False),
         Method("config/reload", NoParams, system.config_reload, needs_enabled=False),
         Method("prompt/sections", SessionParams, session_methods.prompt_sections),
-        Method("agent/disposed", SessionParams, session_methods.agent_disposed),
+        Method("agent/disposed", SessionParams, session_methods.agent_disposed, listener=True),
+        Method("tools/call", ToolCallParams, tools_call),
         Method("debug/sleep", SleepParams, system.debug_sleep, needs_enabled=False, debug=True),
     )
 }
@@ -66,3 +70,10 @@ def lookup(name: str, *, debug_methods: bool) -> Method | None:
 def method_names(*, debug_methods: bool) -> list[str]:
     """Every method this daemon answers, sorted."""
     return sorted(n for n, m in _METHODS.items() if debug_methods or not m.debug)
+
+
+def listeners() -> list[str]:
+    """Host events the bridge must forward to this daemon, in the protocol's order."""
+    order = ["agent/inbox/inserted", "agent/pre-step", "agent/disposed", "session/event"]
+    present = {n for n, m in _METHODS.items() if m.listener}
+    return [n for n in order if n in present] + sorted(present - set(order))

@@ -1,15 +1,22 @@
 """The three system-prompt sections the daemon owns (PROTOCOL.md §3).
 
-Their texts come from the recall, scoring and rules use cases; until a session
-has something to show, a section renders to the empty string, which the bridge
-treats as "render nothing".
+Each section's text comes from the use case that owns it:
+`handlers.recall_section` (recall block), `handlers.tasks_section` (memory task
+block) and `handlers.rules_section` (memory-use rules). `current_sections`
+gathers them for every answer that can change the system prompt, so the
+bridge's cache is always complete. A section with nothing to show renders to the
+empty string, which the bridge treats as "render nothing".
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from handlers.context import ConnectionState
+from handlers.context import ConnectionState, RequestContext
+
+if TYPE_CHECKING:
+    from handlers.app import App
+    from handlers.sessions import SessionState
 
 RECALL = "dsh-rofm:recall"
 MEMORY_TASKS = "dsh-rofm:memory-tasks"
@@ -36,3 +43,29 @@ def render_sections(texts: dict[str, str], conn: ConnectionState) -> list[dict[s
     return [
         {"name": name, "order": order, "text": texts.get(name, "")} for name, order in SECTION_ORDER
     ]
+
+
+async def current_sections(
+    app: App, state: SessionState, ctx: RequestContext
+) -> list[dict[str, Any]]:
+    """All three sections as they stand now for this session and connection."""
+    if not ctx.connection.capability("systemPrompt"):
+        return []
+    from handlers.recall_section import recall_section_text
+    from handlers.rules_section import rules_section_text
+    from handlers.tasks_section import tasks_section_text
+
+    texts = {
+        RECALL: await recall_section_text(app, state, ctx),
+        MEMORY_TASKS: await tasks_section_text(app, state, ctx),
+        MEMORY_RULES: await rules_section_text(app, state, ctx),
+    }
+    return render_sections(texts, ctx.connection)
+
+
+async def sections_answer(app: App, state: SessionState, ctx: RequestContext) -> dict[str, Any]:
+    """`{"sections", "startsRequestSeries"}`: the part every section-carrying answer shares."""
+    return {
+        "sections": await current_sections(app, state, ctx),
+        "startsRequestSeries": state.consume_new_series(),
+    }

@@ -7,13 +7,13 @@ from typing import Any
 from handlers.app import App
 from handlers.context import RequestContext
 from handlers.params import SessionParams
-from handlers.sections import render_sections
+from handlers.sections import sections_answer
 
 
 async def prompt_sections(app: App, params: SessionParams, ctx: RequestContext) -> dict[str, Any]:
     """Restore a session's sections after a restart: loads (and recovers) its store."""
-    await app.sessions.get(params.session.id)
-    return {"sections": render_sections({}, ctx.connection), "startsRequestSeries": False}
+    state = await app.sessions.get(params.session.id)
+    return await sections_answer(app, state, ctx)
 
 
 async def agent_disposed(app: App, params: SessionParams, ctx: RequestContext) -> None:

@@ -22,11 +22,27 @@ log = structlog.get_logger("rofmd.sessions")
 
 @dataclass
 class SessionState:
-    """Everything the daemon holds in memory for one session."""
+    """Everything the daemon holds in memory for one session.
+
+    Feature state (archive guards, recall state, scoring counters) hangs off this
+    object as fields with defaults, each owned by its use case module.
+    """
 
     key: str
     store: SessionStore
     load_report: LoadReport
+    # PROTOCOL.md §3: set when the system prompt changed in a way the host must
+    # pick up with a new request series; the next answer carrying sections takes it.
+    new_series_pending: bool = False
+
+    def request_new_series(self) -> None:
+        """Ask the host, in the next answer with sections, to start a new request series."""
+        self.new_series_pending = True
+
+    def consume_new_series(self) -> bool:
+        """`startsRequestSeries` for this answer; resets the request."""
+        pending, self.new_series_pending = self.new_series_pending, False
+        return pending
 
 
 class SessionRegistry:

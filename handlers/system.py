@@ -50,8 +50,12 @@ async def initialize(app: App, params: InitializeParams, ctx: RequestContext) ->
         "listeners": [],
     }
     if app.enabled:
+        from handlers.registry import listeners
+        from handlers.tools import tool_schemas
+
         result["sections"] = section_specs(conn)
-        result["listeners"] = ["agent/disposed"]
+        result["tools"] = tool_schemas(app) if conn.capability("tools") else []
+        result["listeners"] = listeners()
     return result
 
 

@@ -142,17 +142,17 @@ def test_sigterm_during_load_exits_cleanly() -> None:
         stop.set()
         for t in threads:
             t.join(timeout=30)
-        assert code == 0
-        assert not errors
-        assert not d.socket_path.exists()
         log = d.log_text()
-        assert "shutdown requested" in log and "rofmd stopped" in log
-        assert "Traceback" not in log
+        assert code == 0, log[-3000:]
+        assert not errors, errors
+        assert not d.socket_path.exists()
+        assert "shutdown requested" in log and "rofmd stopped" in log, log[-3000:]
+        assert "Traceback" not in log, log[-3000:]
         # nothing half-written anywhere in the memory root
         leftovers = [
             p for p in d.memory_root.rglob("*") if p.name.startswith(".") or p.suffix == ".tmp"
         ]
-        assert leftovers == []
+        assert leftovers == [], leftovers
 
 
 def test_hot_reload_good_and_broken_config() -> None:

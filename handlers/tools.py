@@ -1,0 +1,116 @@
+"""`tools/call` (PROTOCOL.md §4): the model-facing tools and their schemas.
+
+Each tool lives in its own module and is listed in `TOOLS`. `initialize` lists
+the schemas of the tools available to the connection (hosts without the `tools`
+capability get none, reference §3.1); `tools/call` validates the envelope,
+finds the tool and returns its rendered output. A tool refusal is
+`isError: true` with readable text, never a JSON-RPC error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from pydantic import Field
+
+from handlers.context import RequestContext
+from handlers.errors import HandlerError
+from handlers.params import Session, Wire
+from handlers.sections import sections_answer
+
+if TYPE_CHECKING:
+    from handlers.app import App
+    from handlers.sessions import SessionState
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool returns: the structured value and the text the model sees."""
+
+    value: Any
+    text: str
+    is_error: bool = False
+
+
+ToolHandler = Callable[
+    ["App", "SessionState", dict[str, Any], "ToolCallParams", RequestContext], Awaitable[ToolResult]
+]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A model-facing tool: JSON schema for the bridge, and its handler."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    handler: ToolHandler
+    available: Callable[[App], bool] = lambda app: True
+
+    def schema(self) -> dict[str, Any]:
+        """`ToolSchema` as `initialize` lists it."""
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+
+class ToolCallParams(Wire):
+    """`tools/call` params."""
+
+    session: Session
+    turn: int | None = None
+    callId: str | None = None
+    name: str = Field(min_length=1)
+    arguments: dict[str, Any] | str | None = None
+
+
+def _tools() -> dict[str, Tool]:
+    """The tool table; tool modules are imported here so each stays self-contained."""
+    tools: list[Tool] = []
+    return {t.name: t for t in tools}
+
+
+def tool_schemas(app: App) -> list[dict[str, Any]]:
+    """Schemas of the tools this daemon serves now, in a stable order."""
+    return [t.schema() for t in _tools().values() if t.available(app)]
+
+
+def parse_arguments(raw: dict[str, Any] | str | None) -> dict[str, Any]:
+    """Arguments may be an object or a JSON string (a v4 `tool-call` block)."""
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, dict):
+        return raw
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise HandlerError(
+            -32602,
+            "invalid params",
+            {"errors": [{"field": "arguments", "message": f"not valid JSON: {exc}"}]},
+        ) from None
+    if not isinstance(value, dict):
+        raise HandlerError(
+            -32602,
+            "invalid params",
+            {"errors": [{"field": "arguments", "message": "arguments must be a JSON object"}]},
+        )
+    return value
+
+
+async def tools_call(app: App, params: ToolCallParams, ctx: RequestContext) -> dict[str, Any]:
+    """Run one tool call and answer with its rendered output and the current sections."""
+    tool = _tools().get(params.name)
+    if tool is None or not tool.available(app):
+        raise HandlerError(-32601, f"unknown tool: {params.name}", {"tool": params.name})
+    arguments = parse_arguments(params.arguments)
+    state = await app.sessions.get(params.session.id)
+    result = await tool.handler(app, state, arguments, params, ctx)
+    answer = {
+        "value": result.value,
+        "content": [{"type": "text", "text": result.text}],
+        "isError": result.is_error,
+    }
+    answer.update(await sections_answer(app, state, ctx))
+    return answer
