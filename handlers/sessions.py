@@ -15,6 +15,7 @@ from pathlib import Path
 import anyio
 import structlog
 
+from engine.recall_view import RecallBlockView
 from engine.store import LoadReport, SessionStore, open_session, safe_session_id
 
 log = structlog.get_logger("rofmd.sessions")
@@ -34,6 +35,8 @@ class SessionState:
     # PROTOCOL.md §3: set when the system prompt changed in a way the host must
     # pick up with a new request series; the next answer carrying sections takes it.
     new_series_pending: bool = False
+    # The recall block state (set by the recall use case when it loads the session).
+    recall: RecallBlockView | None = None
 
     def request_new_series(self) -> None:
         """Ask the host, in the next answer with sections, to start a new request series."""
