@@ -1,0 +1,335 @@
+"""The whole pre-step archive plan: from a surface and a token count to folders and a
+replacement (reference §1.1, §1.1.1, §1.4, §1.7, §1.8).
+
+Pure: no disk, no clock (``now_ms`` is an input), no store; the caller allocates folder
+ids, copies images and commits. The plan is deterministic: the same input gives the
+same folders, titles, idempotency keys and note, which is what makes a replayed
+pre-step archive nothing twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from engine.archive.chunks import ArchMessage, chunk_messages, content_hash, titles
+from engine.archive.cut import CutPlan, effective_window, plan_cut, protected_limit, window_guard
+from engine.archive.images import PlannedImage, plan_images, run_stamp
+from engine.archive.note import NoteParts, classify_span, extend_backwards, render_note
+from engine.archive.rearchive import RearchivePlan, plan_rearchive
+from engine.archive.surface import Node, conversation, parse_surface
+from engine.archive.tokens import MESSAGE_OVERHEAD, estimate_text_tokens
+from engine.config.model import MemoryConfig
+from engine.recall_view import AdditionView
+from engine.store.ids import make_idempotency_key
+
+__all__ = [
+    "Outcome",
+    "PlannedFolder",
+    "PreStepInput",
+    "PreStepPlan",
+    "Switches",
+    "plan_pre_step",
+    "switch_off_reason",
+]
+
+Outcome = Literal["below-trigger", "skipped", "refused", "rearchive-only", "archive"]
+
+NOTE_TOKENS_ESTIMATE = 32
+"""What the note costs before it is rendered (the cut needs it to aim at the floor)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Switches:
+    """The on/off facts that decide whether a pre-step may archive at all."""
+
+    compress_enabled: bool
+    pre_step_enabled: bool
+    is_subagent: bool
+    apply_to_subagents: bool
+    apply_to_main_sessions: bool
+    token_meter: bool
+    tools: bool
+
+
+def switch_off_reason(s: Switches) -> str | None:
+    """Why automatic archiving is off for this request (None: it is on)."""
+    if not s.compress_enabled:
+        return "compress.enabled is false"
+    if not s.pre_step_enabled:
+        return "compress.preStepEnabled is false"
+    if s.is_subagent and not s.apply_to_subagents:
+        return "subagent session (compress.applyToSubagents is false)"
+    if not s.is_subagent and not s.apply_to_main_sessions:
+        return "main session (compress.applyToMainSessions is false)"
+    if not s.token_meter:
+        return "the host has no tokenMeter capability"
+    if not s.tools:
+        return "the host has no tools capability (pending memories could never be scored)"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class PreStepInput:
+    """Everything a pre-step plan depends on."""
+
+    session_id: str
+    turn: int
+    surface: Sequence[Mapping[str, Any]]
+    node_tokens: Mapping[int, int]
+    total_tokens: int
+    host_window: int
+    now_ms: int
+    cfg: MemoryConfig
+    recall: Sequence[AdditionView] | None = None
+    readable_images: frozenset[str] = frozenset()
+    attachments: bool = True
+    hard_stopped: bool = False
+
+
+@dataclass(slots=True)
+class PlannedFolder:
+    """One folder to write (its id is allocated at commit)."""
+
+    ordinal: int
+    title: str
+    messages: list[dict[str, Any]]
+    event_range: tuple[int, int] | None
+    images: list[PlannedImage]
+    chars: int
+    idempotency_key: str
+
+
+@dataclass(slots=True)
+class PreStepPlan:
+    """The outcome of :func:`plan_pre_step`."""
+
+    outcome: Outcome
+    window: int = 0
+    total_tokens: int = 0
+    percent_before: float = 0.0
+    emergency: bool = False
+    warnings: list[tuple[str, str]] = field(default_factory=list)
+    rearchive: RearchivePlan | None = None
+    cut: CutPlan | None = None
+    turn_protected: bool = False
+    start_seq: int = 0
+    end_seq: int = 0
+    shadowed_seqs: list[int] = field(default_factory=list)
+    shadowed_tokens: int = 0
+    note: str = ""
+    note_parts: NoteParts = field(default_factory=NoteParts)
+    folders: list[PlannedFolder] = field(default_factory=list)
+    max_folders_capped: bool = False
+    archived_messages: int = 0
+    content_hash: str = ""
+    projected_tokens: int = 0
+    total_segments: int = 0
+    guarded: bool = False
+    """Skipped by a guard (window, hard stop, size): not a pressure episode."""
+
+    @property
+    def archives(self) -> bool:
+        return self.outcome == "archive"
+
+    @property
+    def percent_after(self) -> float:
+        return self.projected_tokens * 100 / self.window if self.window else 0.0
+
+
+def node_token_counts(nodes: Sequence[Node], measured: Mapping[int, int]) -> list[int]:
+    """Host-measured tokens per node, estimated where the host did not measure."""
+    out: list[int] = []
+    for node in nodes:
+        value = measured.get(node.seq)
+        if value is None or value < 0:
+            value = estimate_text_tokens(node.text()) + MESSAGE_OVERHEAD
+        out.append(int(value))
+    return out
+
+
+def plan_pre_step(inp: PreStepInput) -> PreStepPlan:
+    """Plan one pre-step: guards, re-archive (pass 0), passes, chunks, note."""
+    cfg = inp.cfg.compress
+    window = effective_window(inp.host_window, cfg)
+    plan = PreStepPlan(outcome="below-trigger", window=window, total_tokens=inp.total_tokens)
+    plan.projected_tokens = inp.total_tokens
+    if window <= 0:
+        plan.outcome = "skipped"
+        plan.warnings.append(("no-window", "no context window known: archiving skipped"))
+        plan.guarded = True
+        return plan
+    pct = inp.total_tokens * 100 / window
+    plan.percent_before = pct
+    if pct <= cfg.trigger_percent:
+        return plan
+    if inp.total_tokens < cfg.min_context_tokens:
+        plan.outcome = "skipped"
+        plan.guarded = True
+        return plan
+    guard = window_guard(inp.host_window, inp.total_tokens, cfg)
+    if guard.key is not None:
+        plan.outcome = "skipped"
+        plan.warnings.append((guard.key, guard.message))
+        plan.guarded = True
+        return plan
+    if inp.hard_stopped:
+        plan.outcome = "skipped"
+        plan.guarded = True
+        return plan
+    plan.emergency = pct > cfg.emergency_percent
+    if cfg.release_floor_enabled and not cfg.release_floor_active:
+        plan.warnings.append(
+            (
+                "release-floor-disabled",
+                f"compress.releaseTargetPercent {cfg.release_target_percent:g} is not below"
+                f" compress.triggerPercent {cfg.trigger_percent:g}: the release floor is disabled",
+            )
+        )
+
+    # pass 0, first half: the recall block (§1.4)
+    if inp.recall:
+        plan.rearchive = plan_rearchive(
+            inp.recall,
+            target_tokens=int(inp.total_tokens * cfg.compress_percent / 100),
+            turn=inp.turn,
+            theta_high=inp.cfg.recall.fairness.theta_high,
+            emergency=plan.emergency,
+        )
+    rearchived = plan.rearchive.removed_tokens if plan.rearchive else 0
+    plan.projected_tokens = inp.total_tokens - rearchived
+    plan.outcome = "rearchive-only" if rearchived else "skipped"
+
+    nodes = parse_surface(inp.surface, user_kinds=inp.cfg.recall.trigger_source_kinds)
+    tokens = node_token_counts(nodes, inp.node_tokens)
+    conv = conversation(nodes)
+    limit, plan.turn_protected = protected_limit(conv, inp.turn, cfg)
+    if limit < max(1, cfg.min_messages_to_compress):
+        unprotected, _ = protected_limit(
+            conv, inp.turn, cfg.model_copy(update={"protect_current_turn": False})
+        )
+        if plan.turn_protected and unprotected >= max(1, cfg.min_messages_to_compress):
+            plan.outcome = "refused" if not rearchived else "rearchive-only"
+            plan.warnings.append(
+                (
+                    "no-legal-cut",
+                    "archive refused: no legal cut (the current turn is protected by"
+                    " compress.protectCurrentTurn)",
+                )
+            )
+        return plan
+    prefix = [0] * (len(conv) + 1)
+    running = 0
+    pos = conv[0].pos
+    for k, node in enumerate(conv, start=1):
+        while pos <= node.pos:
+            running += tokens[pos]
+            pos += 1
+        prefix[k] = running
+    cut = plan_cut(
+        conv,
+        prefix,
+        limit,
+        total_tokens=inp.total_tokens,
+        window=window,
+        rearchive_removed=rearchived,
+        cfg=cfg,
+        note_tokens=NOTE_TOKENS_ESTIMATE,
+    )
+    plan.cut = cut
+    if cut.refused:
+        plan.outcome = "refused" if not rearchived else "rearchive-only"
+        why = (
+            "the current turn is protected (compress.protectCurrentTurn)"
+            if plan.turn_protected
+            else "no complete turn or tool-safe message boundary before the kept messages"
+        )
+        plan.warnings.append(("no-legal-cut", f"archive refused: no legal cut ({why})"))
+        return plan
+    if cut.cut == 0:
+        return plan
+
+    archived_nodes = conv[: cut.cut]
+    start_pos = extend_backwards(nodes, archived_nodes[0].pos)
+    end_pos = archived_nodes[-1].pos
+    parts = classify_span(nodes, start_pos, end_pos)
+    images, image_warnings = plan_images(
+        archived_nodes,
+        stamp=run_stamp(inp.now_ms),
+        readable=inp.readable_images,
+        attachments=inp.attachments,
+    )
+    plan.warnings.extend(("image-placeholder", w) for w in image_warnings)
+    msgs: list[ArchMessage] = []
+    for node in archived_nodes:
+        image_names = {idx: img.name for (p, idx), img in images.items() if p == node.pos}
+        role = {"user/message": "user", "assistant/message": "assistant"}.get(node.type, "tool")
+        msgs.append(
+            ArchMessage(
+                seq=node.seq,
+                role=role,
+                text=node.text(image_names),
+                time=node.time,
+                turn=node.turn,
+                message_id=node.message_id,
+                tool_call_id=node.tool_result_id,
+            )
+        )
+    max_folders = max(1, min(cfg.max_folders_per_run, cfg.max_folders_per_step))
+    chunks, plan.max_folders_capped = chunk_messages(
+        msgs,
+        target_chars=cfg.target_chunk_chars,
+        min_chars=cfg.min_chunk_chars,
+        max_folders=max_folders,
+    )
+    folder_titles = titles(chunks, msgs)
+    plan.content_hash = content_hash(chunks, msgs)
+    first_seq, last_seq = archived_nodes[0].seq, archived_nodes[-1].seq
+    by_pos_images: dict[int, list[PlannedImage]] = {}
+    for (p, _), img in sorted(images.items()):
+        by_pos_images.setdefault(p, []).append(img)
+    seq_to_pos = {n.seq: n.pos for n in archived_nodes}
+    for ordinal, (chunk, title) in enumerate(zip(chunks, folder_titles, strict=True)):
+        docs = chunk.documents(msgs)
+        folder_images: list[PlannedImage] = []
+        for doc in docs:
+            for img in by_pos_images.get(seq_to_pos[doc["seq"]], []):
+                if img.placeholder in doc["content"] and img not in folder_images:
+                    folder_images.append(img)
+        plan.folders.append(
+            PlannedFolder(
+                ordinal=ordinal,
+                title=title,
+                messages=docs,
+                event_range=chunk.event_range(msgs),
+                images=folder_images,
+                chars=chunk.chars,
+                idempotency_key=make_idempotency_key(
+                    inp.session_id, inp.turn, first_seq, last_seq, plan.content_hash, ordinal
+                ),
+            )
+        )
+    plan.archived_messages = len(archived_nodes)
+    plan.total_segments = len(plan.folders) + (parts.merged_segments if parts.merged_notes else 0)
+    plan.note = render_note(plan.total_segments, parts.appendix)
+    plan.note_parts = parts
+    span = nodes[start_pos : end_pos + 1]
+    plan.start_seq, plan.end_seq = span[0].seq, span[-1].seq
+    plan.shadowed_seqs = [n.seq for n in span]
+    plan.shadowed_tokens = sum(tokens[start_pos : end_pos + 1])
+    note_tokens = estimate_text_tokens(plan.note) + MESSAGE_OVERHEAD
+    if note_tokens >= plan.shadowed_tokens:
+        plan.outcome = "rearchive-only" if rearchived else "skipped"
+        plan.folders = []
+        plan.warnings.append(
+            (
+                "note-too-large",
+                f"archive skipped: the checkpoint note (~{note_tokens} tokens) is not smaller"
+                f" than the {plan.shadowed_tokens} tokens it would replace",
+            )
+        )
+        return plan
+    plan.projected_tokens = cut.projected_tokens + note_tokens
+    plan.outcome = "archive"
+    return plan

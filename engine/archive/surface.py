@@ -1,0 +1,259 @@
+"""DSH v4 surface nodes → typed nodes the archive planner reasons about.
+
+Why a separate module: the planner must know, for every model-visible node, whether
+it is conversation (archivable), a checkpoint note of ours (merged), a foreign
+checkpoint (never touched, stops backward extension), pinned host context (dropped
+silently when the host re-injects it, copied into the note appendix when it is a
+one-shot notice or of an unknown kind), or a node that renders to nothing (reference
+§1.1, §1.8). It also renders messages to the readable text stored in ``context.json``
+(images and files become placeholders, tool calls a ``[tool-call …]`` line, reasoning
+is not archived).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+
+from engine import texts
+
+__all__ = [
+    "ONE_SHOT_KINDS",
+    "REINJECTED_KINDS",
+    "ImageBlock",
+    "Node",
+    "NodeClass",
+    "parse_surface",
+    "well_formed",
+]
+
+NodeClass = Literal["conversation", "own-note", "foreign-checkpoint", "pinned", "empty"]
+
+REINJECTED_KINDS = frozenset(
+    {"runtime-context", "time-context", "skill-catalog", "system-prompt", "rofm-recall"}
+)
+"""Pinned kinds the host injects again every turn: shadowed silently (§1.8 B)."""
+
+ONE_SHOT_KINDS = frozenset(
+    {"subagent-settled", "subagent-error-details", "tool-jobs", "user-approval"}
+)
+"""One-shot notices: copied into the note appendix when shadowed (§1.8 B)."""
+
+_NOTE_RE = re.compile(texts.ARCHIVE_NOTE_PATTERN)
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_PAIR = re.compile("([\ud800-\udbff])([\udc00-\udfff])")
+_CONVERSATION_TYPES = {"user/message", "assistant/message", "tool/result"}
+
+
+def well_formed(text: str) -> str:
+    """Join surrogate pairs into one code point and turn lone halves into U+FFFD.
+
+    The reference's ``toWellFormed`` (v1.4.4): no model-visible or stored text may carry a
+    lone surrogate (it cannot be encoded as UTF-8 JSON, and a host API rejects it).
+    """
+    if _LONE_SURROGATE.search(text) is None:
+        return text
+    joined = _PAIR.sub(
+        lambda m: chr(0x10000 + ((ord(m[1]) - 0xD800) << 10) + (ord(m[2]) - 0xDC00)), text
+    )
+    return _LONE_SURROGATE.sub("\ufffd", joined)
+
+
+@dataclass(frozen=True, slots=True)
+class ImageBlock:
+    """An image block of an archived message, in block order within the message."""
+
+    index: int
+    attachment: Mapping[str, Any]
+
+    @property
+    def host_path(self) -> str | None:
+        value = self.attachment.get("hostPath")
+        return value if isinstance(value, str) and value else None
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One surface node as the planner sees it."""
+
+    pos: int
+    seq: int
+    type: str
+    time: int | None
+    turn: int | None
+    role: str
+    kind: str
+    cls: NodeClass
+    parts: tuple[tuple[str, Any], ...]
+    """Rendered content in block order: ("text", str) | ("image", ImageBlock)."""
+    tool_call_ids: tuple[str, ...] = ()
+    tool_result_id: str | None = None
+    note_count: int = 0
+    message_id: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_user(self) -> bool:
+        return self.cls == "conversation" and self.type == "user/message"
+
+    @property
+    def is_tool_result(self) -> bool:
+        return self.cls == "conversation" and self.type == "tool/result"
+
+    @property
+    def images(self) -> tuple[ImageBlock, ...]:
+        return tuple(p[1] for p in self.parts if p[0] == "image")
+
+    def text(self, image_name: Mapping[int, str] | None = None) -> str:
+        """Readable text; images become placeholders (named by ``image_name`` or attachment)."""
+        out: list[str] = []
+        for kind, value in self.parts:
+            if kind == "text":
+                out.append(value)
+            else:
+                img: ImageBlock = value
+                name = (image_name or {}).get(img.index) or _attachment_name(img.attachment)
+                out.append(texts.ARCHIVE_IMAGE_PLACEHOLDER.format(name=name))
+        return "\n".join(out)
+
+
+def _attachment_name(att: Mapping[str, Any]) -> str:
+    for key in ("name", "attachmentId"):
+        value = att.get(key)
+        if isinstance(value, str) and value:
+            return well_formed(value)
+    return "image"
+
+
+def _message_of(node: Mapping[str, Any]) -> Mapping[str, Any]:
+    msg = node.get("message")
+    if isinstance(msg, Mapping):
+        inner = msg.get("message")
+        # Tolerate an event `data` object ({"message": …, "turn": …}) in place of the message.
+        if isinstance(inner, Mapping) and "role" not in msg:
+            return inner
+        return msg
+    return {}
+
+
+def _int_or_none(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value)
+
+
+def _render_blocks(content: Any) -> tuple[list[tuple[str, Any]], list[str]]:
+    parts: list[tuple[str, Any]] = []
+    call_ids: list[str] = []
+    if isinstance(content, str):
+        return ([("text", well_formed(content))] if content else []), call_ids
+    if not isinstance(content, list):
+        return parts, call_ids
+    image_index = 0
+    for block in content:
+        if not isinstance(block, Mapping):
+            continue
+        btype = block.get("type")
+        if btype == "text":
+            text = block.get("text")
+            if isinstance(text, str) and text:
+                parts.append(("text", well_formed(text)))
+        elif btype == "image":
+            att = block.get("attachment")
+            parts.append(
+                ("image", ImageBlock(image_index, att if isinstance(att, Mapping) else {}))
+            )
+            image_index += 1
+        elif btype == "file":
+            att = block.get("attachment")
+            name = _attachment_name(att) if isinstance(att, Mapping) else "file"
+            parts.append(("text", texts.ARCHIVE_FILE_PLACEHOLDER.format(name=name)))
+        elif btype == "tool-call":
+            call_id = block.get("id")
+            if isinstance(call_id, str):
+                call_ids.append(call_id)
+            args = block.get("arguments", "")
+            if not isinstance(args, str):
+                args = orjson.dumps(args).decode()
+            raw_name = block.get("name")
+            name = raw_name if isinstance(raw_name, str) else "?"
+            parts.append(
+                ("text", well_formed(texts.ARCHIVE_TOOL_CALL.format(name=name, arguments=args)))
+            )
+        # reasoning, tool-addition, tool-removal: not conversation text
+    return parts, call_ids
+
+
+def _classify(
+    ntype: str, role: str, kind: str, first_text: str, user_kinds: frozenset[str]
+) -> NodeClass:
+    if kind == "compact-checkpoint" or kind == "plugin:compact":
+        return "own-note" if _NOTE_RE.match(first_text) else "foreign-checkpoint"
+    if ntype in _CONVERSATION_TYPES:
+        if ntype == "user/message":
+            return "conversation" if kind in user_kinds else "pinned"
+        if ntype == "assistant/message":
+            return "conversation" if kind in ("model", "", "assistant") else "pinned"
+        return "conversation"
+    return "pinned"
+
+
+def parse_surface(
+    nodes: Iterable[Mapping[str, Any]], *, user_kinds: Iterable[str] = ("user",)
+) -> list[Node]:
+    """Typed nodes in surface order. Unknown node shapes become pinned nodes (kept safe)."""
+    kinds = frozenset(user_kinds) | {"user"}
+    out: list[Node] = []
+    for pos, raw in enumerate(nodes):
+        msg = _message_of(raw)
+        ntype = str(raw.get("type") or "")
+        role = str(msg.get("role") or "")
+        source = msg.get("source")
+        kind = ""
+        if isinstance(source, Mapping):
+            kind = str(source.get("kind") or "")
+            if kind == "plugin" and source.get("plugin") == "compact":
+                kind = "plugin:compact"
+        elif ntype == "user/message":
+            kind = "user"
+        if not kind and ntype == "assistant/message":
+            kind = "model"
+        if not kind and ntype == "tool/result":
+            kind = "tool"
+        parts, call_ids = _render_blocks(msg.get("content"))
+        first_text = next((v for k, v in parts if k == "text"), "")
+        cls: NodeClass = _classify(ntype, role, kind, first_text, kinds)
+        if not parts and cls == "pinned":
+            cls = "empty"  # renders to nothing: droppable, never blocks a note merge (§1.8 A)
+        note_count = 0
+        if cls == "own-note":
+            m = _NOTE_RE.match(first_text)
+            note_count = int(m.group(1)) if m else 0
+        tool_result_id = msg.get("toolCallId") if ntype == "tool/result" else None
+        out.append(
+            Node(
+                pos=pos,
+                seq=seq if (seq := _int_or_none(raw.get("seq"))) is not None else pos,
+                type=ntype,
+                time=_int_or_none(raw.get("time")),
+                turn=_int_or_none(raw.get("turn")),
+                role=role,
+                kind=kind,
+                cls=cls,
+                parts=tuple(parts),
+                tool_call_ids=tuple(call_ids),
+                tool_result_id=tool_result_id if isinstance(tool_result_id, str) else None,
+                note_count=note_count,
+                message_id=msg.get("id") if isinstance(msg.get("id"), str) else None,
+            )
+        )
+    return out
+
+
+def conversation(nodes: Sequence[Node]) -> list[Node]:
+    """The archivable nodes, in order."""
+    return [n for n in nodes if n.cls == "conversation"]

@@ -1,0 +1,547 @@
+"""`agent/pre-step`, `archive/commit`, `archive/abort` (PROTOCOL.md §4; reference §1.1,
+§1.1.1, §1.4, §1.7, §1.8, §6 "可恢复").
+
+Order of a pre-step, and why:
+
+1. switches and capabilities (no `tokenMeter` / `tools`: no automatic archiving);
+2. an unreported archive whose span is still on the surface is answered again (the
+   host replays a pre-step it could not apply: never a second set of folders);
+3. the pure plan (`engine.archive.plan`): guards, pass-0 re-archive of the recall
+   block, passes, chunks, note; the scoring gate (`archive_gate`) may veto;
+4. `commit_guard`, then in a worker thread: re-archive (recall state, rescorePending),
+   the store transaction (journal, folders, images, index; idempotency keys), the
+   conservation check (written + already-archived == planned, else everything of this
+   archive is rolled back and nothing is replaced), telemetry.
+
+Everything before step 4 is cancellable and writes nothing. The answer is sent only
+after the folders and the index are durable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import anyio
+import structlog
+from pydantic import Field
+
+from engine.archive import PreStepInput, PreStepPlan, Switches, plan_pre_step, switch_off_reason
+from engine.archive.telemetry import compress_applied_record, rearchive_record
+from engine.config.model import MemoryConfig
+from engine.recall_view import RecallBlockView
+from engine.store import (
+    FolderMeta,
+    FolderNotFoundError,
+    MaxFoldersExceededError,
+    SessionStore,
+    StoreError,
+    UnknownTransactionError,
+)
+from handlers.app import App
+from handlers.archive_state import PendingArchive
+from handlers.context import RequestContext
+from handlers.errors import HandlerError, invalid_params
+from handlers.params import Session, Wire
+from handlers.scoring_policy import archive_gate
+from handlers.sections import sections_answer
+from handlers.sessions import SessionState
+
+log = structlog.get_logger("rofmd.archive")
+
+__all__ = [
+    "ArchiveAbortParams",
+    "ArchiveCommitParams",
+    "PreStepParams",
+    "archive_abort",
+    "archive_commit",
+    "pre_step",
+]
+
+ONCE_PER_SESSION = frozenset(
+    {"small-window", "fake-window", "hard-limit-stop", "capability", "release-floor-disabled"}
+)
+"""Warnings the reference says are given once per session (§1.1.1)."""
+
+
+class NodeTokens(Wire):
+    """One `context.nodes` entry: tokens of one surface node as the host measured them."""
+
+    seq: int
+    tokens: int | None = Field(default=None, ge=0)
+
+
+class ContextInfo(Wire):
+    """`context` of a pre-step: the host token meter's view."""
+
+    totalTokens: int = Field(ge=0)
+    contextWindow: int = Field(default=0, ge=0)
+    nodes: list[NodeTokens] = Field(default_factory=list)
+
+
+class PreStepParams(Wire):
+    """`agent/pre-step` params."""
+
+    session: Session
+    turn: int = 0
+    step: int | None = None
+    messages: list[Any] = Field(default_factory=list)
+    context: ContextInfo | None = None
+    surface: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ArchiveCommitParams(Wire):
+    """`archive/commit` params."""
+
+    session: Session
+    token: str = Field(min_length=1, max_length=256)
+
+
+class ArchiveAbortParams(ArchiveCommitParams):
+    """`archive/abort` params."""
+
+    reason: str | None = None
+
+
+def _archiver_version() -> str:
+    try:
+        return f"rofmd-{metadata.version('rofmd')}"
+    except metadata.PackageNotFoundError:
+        return "rofmd-0+unknown"
+
+
+ARCHIVER_VERSION = _archiver_version()
+
+
+# ---- agent/pre-step ------------------------------------------------------------------
+
+
+async def pre_step(app: App, params: PreStepParams, ctx: RequestContext) -> dict[str, Any]:
+    """Archive when the context is over the trigger; answer the compaction and sections."""
+    state = await app.sessions.get(params.session.id)
+    warnings: list[str] = []
+    compaction = await _maybe_archive(app, state, params, ctx, warnings)
+    answer: dict[str, Any] = {"compaction": compaction}
+    answer.update(await sections_answer(app, state, ctx))
+    answer["warnings"] = warnings
+    return answer
+
+
+def _warn(state: SessionState, warnings: list[str], key: str, message: str) -> None:
+    if key in ONCE_PER_SESSION and not state.archive.warn_once(key):
+        return
+    warnings.append(message)
+    log.warning("archive warning", session_key=state.key, kind=key, detail=message)
+
+
+async def _maybe_archive(
+    app: App,
+    state: SessionState,
+    params: PreStepParams,
+    ctx: RequestContext,
+    warnings: list[str],
+) -> dict[str, Any] | None:
+    cfg = app.config.config
+    conn = ctx.connection
+    reason = switch_off_reason(
+        Switches(
+            compress_enabled=cfg.compress.enabled,
+            pre_step_enabled=cfg.compress.pre_step_enabled,
+            is_subagent=params.session.is_subagent,
+            apply_to_subagents=cfg.compress.apply_to_subagents,
+            apply_to_main_sessions=cfg.compress.apply_to_main_sessions,
+            token_meter=conn.capability("tokenMeter"),
+            tools=conn.capability("tools"),
+        )
+    )
+    if reason is not None:
+        if "capability" in reason:
+            _warn(state, warnings, "capability", f"automatic archiving off: {reason}")
+        return None
+    if params.context is None:
+        return None
+    surface_seqs = {s for node in params.surface if isinstance(s := node.get("seq"), int)}
+    replay = state.archive.unlanded(surface_seqs)
+    if replay is not None:
+        log.info("pre-step replayed: same compaction answered", token=replay.token)
+        return replay.compaction
+
+    readable = await _readable_images(params.surface) if conn.capability("attachments") else set()
+    recall = state.recall
+    candidates = list(recall.rearchive_candidates()) if recall is not None else None
+    inp = PreStepInput(
+        session_id=params.session.id,
+        turn=params.turn,
+        surface=params.surface,
+        node_tokens={n.seq: n.tokens for n in params.context.nodes if n.tokens is not None},
+        total_tokens=params.context.totalTokens,
+        host_window=params.context.contextWindow,
+        now_ms=ctx.now_ms,
+        cfg=cfg,
+        recall=candidates,
+        readable_images=frozenset(readable),
+        attachments=conn.capability("attachments"),
+        hard_stopped=state.archive.hard_stopped,
+    )
+    plan = plan_pre_step(inp)
+    for key, message in plan.warnings:
+        _warn(state, warnings, key, message)
+    if plan.outcome == "below-trigger":
+        return None
+    if plan.outcome in ("archive", "rearchive-only"):
+        gate = await archive_gate(app, state, ctx, under_pressure=plan.emergency)
+        for w in gate.warnings:
+            _warn(state, warnings, "scoring-gate", w)
+        if not gate.allowed:
+            return None
+        with ctx.commit_guard():
+            compaction = await anyio.to_thread.run_sync(
+                lambda: _commit(state, plan, params, ctx.now_ms, cfg, warnings)
+            )
+    else:
+        compaction = None
+    if not plan.guarded:
+        _track_pressure(state, plan, compaction is not None, cfg, warnings)
+    return compaction
+
+
+def _track_pressure(
+    state: SessionState,
+    plan: PreStepPlan,
+    archived: bool,
+    cfg: MemoryConfig,
+    warnings: list[str],
+) -> None:
+    """Hard-limit stop: two pressure episodes in a row still above hardLimitPercent."""
+    after = plan.percent_after if archived else plan.percent_before
+    if plan.outcome == "rearchive-only":
+        after = plan.percent_after
+    ast = state.archive
+    if after > cfg.compress.hard_limit_percent:
+        ast.pressure_failures += 1
+    else:
+        ast.pressure_failures = 0
+    if cfg.compress.hard_limit_stop and ast.pressure_failures >= 2 and not ast.hard_stopped:
+        ast.hard_stopped = True
+        _warn(
+            state,
+            warnings,
+            "hard-limit-stop",
+            f"automatic archiving stopped for this session: the context stayed above"
+            f" compress.hardLimitPercent {cfg.compress.hard_limit_percent:g}% for two pressure"
+            " episodes (compress.hardLimitStop)",
+        )
+
+
+async def _readable_images(surface: list[dict[str, Any]]) -> set[str]:
+    paths: set[str] = set()
+    for node in surface:
+        msg = node.get("message")
+        content = msg.get("content") if isinstance(msg, Mapping) else None
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if isinstance(block, Mapping) and block.get("type") == "image":
+                att = block.get("attachment")
+                path = att.get("hostPath") if isinstance(att, Mapping) else None
+                if isinstance(path, str) and os.path.isabs(path):
+                    paths.add(path)
+    if not paths:
+        return set()
+
+    def check() -> set[str]:
+        return {p for p in paths if Path(p).is_file() and os.access(p, os.R_OK)}
+
+    return await anyio.to_thread.run_sync(check)
+
+
+# ---- the commit (worker thread) ------------------------------------------------------
+
+
+def _pending_count(store: SessionStore) -> int:
+    return sum(1 for e in store.index if not e.scored)
+
+
+def _commit(
+    state: SessionState,
+    plan: PreStepPlan,
+    params: PreStepParams,
+    now_ms: int,
+    cfg: MemoryConfig,
+    warnings: list[str],
+) -> dict[str, Any] | None:
+    store = state.store
+    snapshot: object | None = None
+    marked: list[str] = []
+    rearchive = plan.rearchive
+    recall = state.recall
+    if rearchive is not None and rearchive.any and recall is not None:
+        snapshot, marked = _apply_rearchive(state, plan, params.turn, now_ms, warnings)
+    if not plan.archives:
+        return None
+    ast = state.archive
+    ast.tokens_issued += 1
+    token = f"arc-{now_ms:x}-{plan.content_hash[:8]}-{ast.tokens_issued}"
+    while token in store.committed_transactions() or store.paths.journal(token).exists():
+        ast.tokens_issued += 1
+        token = f"arc-{now_ms:x}-{plan.content_hash[:8]}-{ast.tokens_issued}"
+    pending_before = _pending_count(store)
+    planned: list[tuple[str, Any]] = []
+    folder_ids: list[str] = []
+    written: list[str] = []
+    skipped_ids: list[str] = []
+    ok = True
+    try:
+        with store.transaction(token, max_folders=cfg.storage.max_folders or None) as txn:
+            for folder in plan.folders:
+                meta = _folder_meta(store.new_folder_id(now_ms), folder, params, now_ms)
+                images = [(img.name, Path(img.host_path)) for img in folder.images if img.host_path]
+                if txn.add_folder(meta, folder.messages, images):
+                    folder_ids.append(meta.id)
+                else:
+                    existing = txn.skipped[-1].existing_id
+                    folder_ids.append(existing)
+                    skipped_ids.append(existing)
+                planned.append((folder_ids[-1], folder))
+        result = txn.result
+        written = list(result.written) if result else []
+    except (MaxFoldersExceededError, StoreError, OSError, ValueError) as exc:
+        ok = False
+        _warn(state, warnings, "commit-failed", f"archive not committed: {exc}")
+    if ok:
+        # Conservation (§6 ①): every planned folder is on disk and indexed, either written
+        # now or already archived under the same idempotency key.
+        missing = [fid for fid in folder_ids if fid not in store]
+        if len(written) + len(skipped_ids) != len(plan.folders) or missing:
+            ok = False
+            _warn(
+                state,
+                warnings,
+                "conservation",
+                f"archive rolled back: {len(written)} written + {len(skipped_ids)} already"
+                f" archived != {len(plan.folders)} planned (missing {missing})",
+            )
+            with contextlib.suppress(UnknownTransactionError):
+                store.rollback_committed(token)
+    if not ok:
+        if snapshot is not None:
+            _undo_rearchive(state, recall, snapshot, marked)
+        store.append_stats(
+            compress_applied_record(
+                plan,
+                cfg=cfg.compress,
+                now_ms=now_ms,
+                turn=params.turn,
+                step=params.step,
+                token=token,
+                folders=planned,
+                committed=0,
+                skipped=len(skipped_ids),
+                rollback=True,
+                pending_at_archive=pending_before,
+                pending_count=_pending_count(store),
+                score_mode="model",
+                archived_by_version=ARCHIVER_VERSION,
+            )
+        )
+        return None
+    store.append_stats(
+        compress_applied_record(
+            plan,
+            cfg=cfg.compress,
+            now_ms=now_ms,
+            turn=params.turn,
+            step=params.step,
+            token=token,
+            folders=planned,
+            committed=len(written),
+            skipped=len(skipped_ids),
+            rollback=False,
+            pending_at_archive=pending_before,
+            pending_count=_pending_count(store),
+            score_mode="model",
+            archived_by_version=ARCHIVER_VERSION,
+        )
+    )
+    compaction: dict[str, Any] = {
+        "token": token,
+        "replace": {"startSeq": plan.start_seq, "endSeq": plan.end_seq},
+        "shadowedSeqs": plan.shadowed_seqs,
+        "shadowedTokenCount": plan.shadowed_tokens,
+        "checkpoint": {"content": [{"type": "text", "text": plan.note}]},
+        "folders": folder_ids,
+    }
+    dropped = ast.remember(
+        PendingArchive(
+            token=token,
+            folders=folder_ids,
+            written=written,
+            shadowed_seqs=frozenset(plan.shadowed_seqs),
+            compaction=compaction,
+            recall_snapshot=snapshot,
+            recall=recall,
+            rescore_marked=marked,
+        )
+    )
+    for old in dropped:
+        store.finalize(old.token)
+    log.info(
+        "archived",
+        session_key=state.key,
+        token=token,
+        folders=len(folder_ids),
+        written=len(written),
+        already=len(skipped_ids),
+        before_percent=round(plan.percent_before, 1),
+        after_percent=round(plan.percent_after, 1),
+    )
+    return compaction
+
+
+def _folder_meta(folder_id: str, folder: Any, params: PreStepParams, now_ms: int) -> FolderMeta:
+    data: dict[str, Any] = {
+        "id": folder_id,
+        "createdAt": now_ms,
+        "alpha": 0,
+        "beta": 0,
+        "scored": False,
+        "rescorePending": False,
+        "keywords": [],
+        "title": folder.title,
+        "alphaSource": "pending",
+        "betaSource": "pending",
+        "keywordsSource": "pending",
+        "pendingSince": now_ms,
+        "scoreMode": "model",
+        "archivedByVersion": ARCHIVER_VERSION,
+        "archivedFrom": "adapter",
+        "idempotencyKey": folder.idempotency_key,
+        "messageCount": len(folder.messages),
+        "chars": folder.chars,
+        "turn": params.turn,
+        "seqStart": folder.messages[0]["seq"] if folder.messages else None,
+        "seqEnd": folder.messages[-1]["seq"] if folder.messages else None,
+    }
+    if folder.event_range is not None:
+        data["eventStart"], data["eventEnd"] = folder.event_range
+        data["eventTimeSource"] = "messages"
+    refs = [img.ref for img in folder.images if img.host_path]
+    if refs:
+        data["images"] = refs
+    return FolderMeta.model_validate({k: v for k, v in data.items() if v is not None})
+
+
+def _apply_rearchive(
+    state: SessionState, plan: PreStepPlan, turn: int, now_ms: int, warnings: list[str]
+) -> tuple[object, list[str]]:
+    """Pass 0 on the recall block; returns (snapshot, ids we marked rescorePending)."""
+    recall = state.recall
+    assert recall is not None and plan.rearchive is not None
+    rp = plan.rearchive
+    snapshot = recall.snapshot()
+    recall.remove_for_rearchive(rp.removed, rp.recycle_high, turn)
+    store = state.store
+    missing = [fid for fid in rp.rescore if fid not in store]
+    to_mark = [
+        fid for fid in rp.rescore if fid in store and not store.get_entry(fid).rescorePending
+    ]
+    if to_mark:
+        store.update_metas({fid: {"rescorePending": True} for fid in to_mark})
+    for fid in missing:
+        _warn(
+            state,
+            warnings,
+            "rearchive-missing",
+            f"re-archived recall {fid} has no folder any more: removed from the block only",
+        )
+    store.append_stats(
+        rearchive_record(
+            now_ms=now_ms,
+            turn=turn,
+            removed_ids=rp.removed,
+            recycled_high=rp.recycle_high,
+            removed_tokens=rp.removed_tokens,
+            target_tokens=rp.target_tokens,
+            before_percent=plan.percent_before,
+            emergency=plan.emergency,
+            missing=missing,
+        )
+    )
+    state.request_new_series()
+    return snapshot, to_mark
+
+
+def _undo_rearchive(
+    state: SessionState, recall: RecallBlockView | None, snapshot: object, marked: list[str]
+) -> None:
+    if recall is not None:
+        recall.restore(snapshot)
+        state.request_new_series()
+    present = [fid for fid in marked if fid in state.store]
+    if present:
+        state.store.update_metas({fid: {"rescorePending": None} for fid in present})
+
+
+# ---- archive/commit, archive/abort ---------------------------------------------------
+
+
+def _unknown_token(token: str) -> HandlerError:
+    return invalid_params(
+        [{"field": "token", "message": f"unknown archive token {token!r}"}],
+        message="unknown archive token",
+    )
+
+
+async def archive_commit(
+    app: App, params: ArchiveCommitParams, ctx: RequestContext
+) -> dict[str, Any]:
+    """The host's replacement landed: the archive is final."""
+    state = await app.sessions.get(params.session.id)
+    pend = state.archive.pending.get(params.token)
+    if pend is None and params.token not in state.store.committed_transactions():
+        raise _unknown_token(params.token)
+    with ctx.commit_guard():
+        state.archive.pending.pop(params.token, None)
+        await anyio.to_thread.run_sync(lambda: state.store.finalize(params.token))
+    return {"ok": True}
+
+
+async def archive_abort(
+    app: App, params: ArchiveAbortParams, ctx: RequestContext
+) -> dict[str, Any]:
+    """The host could not apply the replacement: remove exactly what the archive wrote."""
+    state = await app.sessions.get(params.session.id)
+    pend = state.archive.pending.get(params.token)
+    store = state.store
+    if pend is None and params.token not in store.committed_transactions():
+        raise _unknown_token(params.token)
+
+    def rollback() -> list[str]:
+        removed: list[str] = []
+        if params.token in store.committed_transactions():
+            removed = store.rollback_committed(params.token)
+        if pend is not None and pend.recall_snapshot is not None:
+            _undo_rearchive(state, pend.recall, pend.recall_snapshot, pend.rescore_marked)
+        store.append_stats(
+            {
+                "type": "archive-abort",
+                "time": ctx.now_ms,
+                "token": params.token,
+                "reason": params.reason,
+                "rolledBack": removed,
+            }
+        )
+        return removed
+
+    with ctx.commit_guard():
+        state.archive.pending.pop(params.token, None)
+        try:
+            removed = await anyio.to_thread.run_sync(rollback)
+        except FolderNotFoundError:  # pragma: no cover - defensive
+            removed = []
+    log.info("archive aborted", session_key=state.key, token=params.token, removed=len(removed))
+    return {"ok": True, "rolledBack": removed}
