@@ -144,6 +144,15 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Play the shipped conversation through a daemon and show what memory did."""
+    from rofmd.demo import run_demo
+    from rofmd.logs import configure_logging
+
+    configure_logging("console", "warning", stream=sys.stderr)
+    return anyio.run(lambda: run_demo(args.socket_path, as_json=args.json))
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The `rofmd` argument parser."""
     parser = argparse.ArgumentParser(
@@ -182,6 +191,12 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--memory-root", type=Path)
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
     doctor.set_defaults(func=cmd_doctor)
+    demo = sub.add_parser(
+        "demo", help="show the whole loop on a shipped conversation (private daemon by default)"
+    )
+    common(demo)
+    demo.add_argument("--json", action="store_true", help="machine-readable output")
+    demo.set_defaults(func=cmd_demo)
     return parser
 
 
