@@ -249,10 +249,14 @@ class Transaction:
             progress.folders.append(folder_id)
             staging = paths.staging(folder_id)
             jsonio.fs.mkdir(staging)
-            write_bytes_atomic(staging / "context.json", p.context_bytes)
-            write_bytes_atomic(staging / "meta.json", p.meta_bytes)
+            # A staging directory is invisible until its rename, so its files need no
+            # temp-and-replace: write each once, fsync them and the directory, publish.
+            jsonio.fs.create_write_sync(staging / "context.json", p.context_bytes)
+            jsonio.fs.create_write_sync(staging / "meta.json", p.meta_bytes)
+            jsonio.fs.fsync_dir(staging)
             jsonio.fs.rename(staging, paths.folder(folder_id))
-            jsonio.fs.fsync_dir(paths.dir)
+        # One fsync publishes every rename, before the index can name the folders.
+        jsonio.fs.fsync_dir(paths.dir)
         if has_images:
             store._ensure_images()
             for p in self._planned:
