@@ -1,9 +1,14 @@
-"""Text of the memory-use rules (dsh-rofm:memory-rules), reference §1.13.6; owned by the scoring use case."""
+"""Text of the memory-use rules (dsh-rofm:memory-rules), reference §1.13.6; owned by the scoring use case.
+
+Independent of the recall block: it is shown from the first answer on, before any
+recall (§1.13.6). `rules.enabled=false` is the rollback (no section).
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine.scoring.rules import rules_text
 from handlers.context import RequestContext
 
 if TYPE_CHECKING:
@@ -13,4 +18,7 @@ if TYPE_CHECKING:
 
 async def rules_section_text(app: App, state: SessionState, ctx: RequestContext) -> str:
     """The section text for this session now; empty renders nothing."""
-    return ""
+    cfg = app.config.config
+    if not cfg.rules.enabled:
+        return ""
+    return rules_text(compute_dates=cfg.recall.compute_dates)

@@ -1,16 +1,130 @@
-"""Text of the memory task block (dsh-rofm:memory-tasks), reference §1.2; owned by the scoring use case."""
+"""Text of the memory task block (dsh-rofm:memory-tasks), reference §1.2; owned by the scoring use case.
+
+Every answer that carries sections renders it from the store as it is now, so a
+`memory_judge` call removes what it scored from the very answer it returns. Before
+rendering, the heuristic fallback gets its say (`scoring.fallback: "always"`,
+`compat.channelScore: "heuristic"`, `autoHeuristicAfterRounds`, backpressure), so the
+model never sees folders that are about to be scored without it. A user turn
+(`agent/inbox/inserted`) whose block lists pending folders counts one round without
+judging; `memory_judge` resets the count.
+
+The window for the budget is the last `contextWindow` the host reported (pre-step, else
+inbox), else `compress.contextWindowTokens`, else 128 000 tokens
+(`engine.scoring.task_block.DEFAULT_WINDOW_TOKENS`).
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import anyio
+
+from engine import texts
+from engine.config import MemoryConfig
+from engine.scoring.events import existing_label_list, label_counts
+from engine.scoring.task_block import (
+    LIST_LIMIT,
+    PendingItem,
+    ReviewItem,
+    TaskBlock,
+    TaskBlockInput,
+    order_pending,
+    render_task_block,
+    task_budget,
+)
+from engine.store import StoreError
 from handlers.context import RequestContext
+from handlers.scoring_policy import (
+    is_channel_session,
+    listed_pending,
+    readable_for,
+    run_fallback,
+    since_key,
+)
 
 if TYPE_CHECKING:
     from handlers.app import App
     from handlers.sessions import SessionState
 
+USER_TURN_METHOD = "agent/inbox/inserted"
+
+
+def window_tokens(state: SessionState, cfg: MemoryConfig) -> int | None:
+    """The window the budget is computed from (see the module docstring)."""
+    for value in (state.last_context_window, state.context_window):
+        if value:
+            return value
+    return cfg.compress.context_window_tokens or None
+
+
+def build_task_block(
+    state: SessionState, cfg: MemoryConfig, now_ms: int, *, has_recall_block: bool
+) -> TaskBlock:
+    """Gather the lists and render the block. Blocking (reads folder texts)."""
+    limit = max(1, min(LIST_LIMIT, cfg.scoring.max_items_per_judge))
+    pending = order_pending(listed_pending(state, cfg), cfg.scoring.order, since_key)
+    index = state.store.index
+    review = sorted(
+        (e for e in index if e.scored and e.rescorePending), key=lambda e: (e.createdAt, e.id)
+    )
+    pending_items = []
+    for e in pending[:limit]:
+        text = readable_for(state, e.id)
+        pending_items.append(
+            PendingItem(e.id, e.title, text.kind, e.pendingSince or e.createdAt, text.text)
+        )
+    review_items = []
+    for e in review[:limit]:
+        try:
+            reason = state.store.get_meta(e.id).reason or ""
+        except StoreError:
+            reason = ""
+        review_items.append(
+            ReviewItem(
+                e.id, e.title, e.alpha, e.beta, e.keywords, reason, readable_for(state, e.id).text
+            )
+        )
+    # Keep only the texts of listed folders: the cache stays bounded by 2 × LIST_LIMIT.
+    keep = {it.id for it in pending_items} | {it.id for it in review_items}
+    state.scoring_texts = {k: v for k, v in state.scoring_texts.items() if k in keep}
+    labels: list[tuple[str, int]] = []
+    if pending_items and cfg.event.show_existing and cfg.event.mode != "off":
+        counts = label_counts((e.events, e.event) for e in index)
+        labels = existing_label_list(counts, cfg.event.show_existing_limit)
+    return render_task_block(
+        TaskBlockInput(
+            pending=pending_items,
+            review=review_items,
+            labels=labels,
+            has_recall_block=has_recall_block,
+            now_ms=now_ms,
+            budget_tokens=task_budget(
+                window_tokens(state, cfg),
+                max_tokens=cfg.scoring.task_max_tokens,
+                percent=cfg.scoring.task_budget_percent,
+            ),
+            pending_total=len(pending),
+            review_total=len(review),
+            channel=is_channel_session(cfg, state.key),
+        )
+    )
+
 
 async def tasks_section_text(app: App, state: SessionState, ctx: RequestContext) -> str:
     """The section text for this session now; empty renders nothing."""
-    return ""
+    cfg = app.config.config
+    recall = state.recall
+    has_recall = recall is not None and len(recall.rearchive_candidates()) > 0
+    if not any(not e.scored or e.rescorePending for e in state.store.index):
+        # Nothing to list: no disk work, no worker thread.
+        if ctx.method == USER_TURN_METHOD:
+            state.scoring_rounds_unjudged = 0
+        return texts.TASKS_EMPTY_WITH_RECALL if has_recall else ""
+    if ctx.method == USER_TURN_METHOD:
+        has_pending = await anyio.to_thread.run_sync(lambda: bool(listed_pending(state, cfg)))
+        state.scoring_rounds_unjudged = state.scoring_rounds_unjudged + 1 if has_pending else 0
+    await run_fallback(app, state, ctx, under_pressure=False)
+    block = await anyio.to_thread.run_sync(
+        lambda: build_task_block(state, cfg, ctx.now_ms, has_recall_block=has_recall)
+    )
+    return block.text

@@ -1,0 +1,81 @@
+"""The heuristic scoring fallback and pending backpressure (reference §3.0.4, §3.2.4).
+
+:func:`decide` is the whole policy; the handler gathers its inputs and writes the
+scores. Heuristic folders are ``scored:true``, ``scoreMode:"heuristic"``, β 0, α from
+:mod:`engine.heuristic`, keywords from the tokenizer.
+
+* ``compat.channelScore = "heuristic"`` in a QQ channel session: every listed pending
+  folder is scored heuristically (§3.2.4), whatever ``scoring.fallback`` says.
+* ``always``: every listed pending folder, every time.
+* ``never``: no heuristic scoring; archiving pauses while more than
+  ``scoring.maxPending`` folders wait ("宁可保留上下文也不产生无法回忆的记忆").
+* ``onPressure`` (default), in this order:
+  - the model left the pending list undigested for ``autoHeuristicAfterRounds`` user
+    turns (plain 4 / channel 2): all of it;
+  - the caller archives under context pressure (an emergency pass): all of it, since the
+    task block itself costs window;
+  - more than ``maxPending`` wait: the oldest ones above ``maxPending``, so the newest
+    ones stay for the model and the backlog stays bounded.
+
+"Listed" means the eras the task block shows (``scoring.includeLegacy``): legacy and
+synthetic leftovers are marked, never back-filled (§1.11).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+PAUSED_WARNING = (
+    "scoring backpressure: {pending} pending folders > scoring.maxPending {max_pending} with"
+    ' scoring.fallback "never": archiving paused until the model scores them'
+)
+HEURISTIC_WARNING = "heuristic scoring ({reason}): {count} pending folders scored without the model"
+
+
+@dataclass(frozen=True, slots=True)
+class FallbackDecision:
+    """Whether archiving may go on, and which folders to score heuristically now."""
+
+    allow_archive: bool
+    heuristic_ids: tuple[str, ...] = ()
+    reason: str = ""
+    warnings: tuple[str, ...] = ()
+
+
+def decide(
+    *,
+    fallback: str,
+    pending_oldest_first: Sequence[str],
+    max_pending: int,
+    under_pressure: bool,
+    rounds_unjudged: int,
+    rounds_limit: int,
+    channel_heuristic: bool,
+) -> FallbackDecision:
+    """The policy described in the module docstring."""
+    pending = list(pending_oldest_first)
+    count = len(pending)
+
+    def heuristic(ids: Sequence[str], reason: str) -> FallbackDecision:
+        if not ids:
+            return FallbackDecision(True)
+        warning = HEURISTIC_WARNING.format(reason=reason, count=len(ids))
+        return FallbackDecision(True, tuple(ids), reason, (warning,))
+
+    if channel_heuristic:
+        return heuristic(pending, "channelScore")
+    if fallback == "always":
+        return heuristic(pending, "always")
+    if fallback == "never":
+        if count > max_pending:
+            warning = PAUSED_WARNING.format(pending=count, max_pending=max_pending)
+            return FallbackDecision(False, (), "paused", (warning,))
+        return FallbackDecision(True)
+    if rounds_limit > 0 and rounds_unjudged >= rounds_limit and pending:
+        return heuristic(pending, "rounds")
+    if under_pressure and pending:
+        return heuristic(pending, "pressure")
+    if count > max_pending:
+        return heuristic(pending[: count - max_pending], "maxPending")
+    return FallbackDecision(True)

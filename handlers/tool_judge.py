@@ -1,0 +1,137 @@
+"""`memory_judge` over `tools/call` (reference §1.2 "工具 memory_judge").
+
+The engine plans the whole call (`engine.scoring.judge.plan_judge`: validation,
+clamping, cleaning, tags, merge approval, warnings, output text); this handler reads
+the folders it names, then writes every change with one atomic `update_metas`
+(meta.json + index.json) after entering the commit guard, appends the `judge`
+telemetry record (`scoring.judgeTelemetry`), and, when the task list changed, asks the
+host for a new request series (the task block shrinks; §1.2 "提交评分后会重写头节点")
+and resets the rounds-without-judging counter. The tool only ever touches the calling
+session's store (session isolation): an id of another session is an unknown id.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from engine import texts
+from engine.scoring.events import label_counts
+from engine.scoring.judge import (
+    FolderFacts,
+    FolderUnreadable,
+    JudgePlan,
+    facts_from_meta,
+    plan_judge,
+)
+from engine.store import StoreError
+from handlers.context import RequestContext
+from handlers.scoring_policy import heuristic_text
+from handlers.tools import Tool, ToolCallParams, ToolResult
+
+if TYPE_CHECKING:
+    from handlers.app import App
+    from handlers.sessions import SessionState
+
+NAME = "memory_judge"
+
+
+def _labels(description: str) -> dict[str, Any]:
+    return {"type": "array", "items": {"type": "string"}, "description": description}
+
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "updates": {
+            "type": "array",
+            "description": texts.JUDGE_PARAM_UPDATES,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "description": texts.JUDGE_PARAM_ID},
+                    "alpha": {"type": "number", "description": texts.JUDGE_PARAM_ALPHA},
+                    "beta": {"type": "number", "description": texts.JUDGE_PARAM_BETA},
+                    "keywords": _labels(texts.JUDGE_PARAM_KEYWORDS),
+                    "events": _labels(texts.JUDGE_PARAM_EVENTS),
+                    "event": {"type": "string", "description": texts.JUDGE_PARAM_EVENT},
+                    "locations": _labels(texts.JUDGE_PARAM_LOCATIONS),
+                    "persons": _labels(texts.JUDGE_PARAM_PERSONS),
+                    "keep": {"type": "boolean", "description": texts.JUDGE_PARAM_KEEP},
+                    "reason": {"type": "string", "description": texts.JUDGE_PARAM_REASON},
+                },
+                "required": ["id"],
+            },
+        }
+    },
+    "required": ["updates"],
+}
+
+DESCRIPTION = texts.JUDGE_DESCRIPTION + texts.JUDGE_DESCRIPTION_KEYWORD_RULES
+
+
+def _plan(state: SessionState, arguments: dict[str, Any], app: App, now_ms: int) -> JudgePlan:
+    store = state.store
+    cfg = app.config.config
+
+    def folder(folder_id: str) -> FolderFacts | None:
+        if folder_id not in store:
+            return None
+        try:
+            meta = store.get_meta(folder_id)
+        except StoreError as exc:
+            raise FolderUnreadable(folder_id) from exc
+        return facts_from_meta(
+            folder_id,
+            scored=meta.scored,
+            rescore_pending=meta.rescorePending,
+            events=meta.events,
+            event=meta.event,
+            locations=meta.locations,
+            persons=meta.persons,
+        )
+
+    return plan_judge(
+        arguments,
+        folder=folder,
+        text_of=lambda folder_id: heuristic_text(state, folder_id),
+        label_counts=label_counts((e.events, e.event) for e in store.index),
+        cfg=cfg,
+        now_ms=now_ms,
+    )
+
+
+def _write(state: SessionState, plan: JudgePlan, telemetry: bool) -> None:
+    if plan.changes:
+        state.store.update_metas(plan.changes)
+    if telemetry and plan.telemetry is not None:
+        state.store.append_stats(plan.telemetry)
+
+
+async def judge(
+    app: App,
+    state: SessionState,
+    arguments: dict[str, Any],
+    params: ToolCallParams,
+    ctx: RequestContext,
+) -> ToolResult:
+    """Run one memory_judge call."""
+    started = time.monotonic()
+    plan = await anyio.to_thread.run_sync(lambda: _plan(state, arguments, app, ctx.now_ms))
+    if plan.is_error:
+        return ToolResult(plan.value, plan.text, is_error=True)
+    if plan.telemetry is not None:
+        plan.telemetry["elapsedMs"] = round((time.monotonic() - started) * 1000, 1)
+    write_stats = bool(app.config.config.scoring.judge_telemetry)
+    if plan.changes or (write_stats and plan.telemetry is not None):
+        with ctx.commit_guard():
+            await anyio.to_thread.run_sync(lambda: _write(state, plan, write_stats))
+    if plan.touched:
+        state.scoring_rounds_unjudged = 0
+        state.request_new_series()
+    return ToolResult(plan.value, plan.text)
+
+
+TOOL = Tool(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, handler=judge)

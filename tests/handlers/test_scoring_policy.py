@@ -1,0 +1,106 @@
+"""archive_gate and the rounds counter, against a real store (no socket)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from engine.config import build_config
+from engine.store import open_session
+from handlers.app import App, Paths
+from handlers.config_state import ConfigState
+from handlers.context import ConnectionState, RequestContext
+from handlers.scoring_policy import archive_gate, is_channel_session
+from handlers.tasks_section import tasks_section_text, window_tokens
+from tests.engine.scoring_fixtures import BASE_MS, user, write_pending
+
+
+class _Info:
+    def status_snapshot(self) -> dict[str, Any]:
+        return {}
+
+
+def make_app(tmp_path: Path, tree: dict[str, Any]) -> App:
+    config = ConfigState(None, {}, build_config([("test", tree)]))
+    return App(config, Paths(tmp_path, tmp_path, tmp_path), _Info())
+
+
+def ctx(method: str = "agent/pre-step") -> RequestContext:
+    return RequestContext("r1", method, "s", ConnectionState(conn_id=1), now_ms=BASE_MS + 10**6)
+
+
+def seed(tmp_path: Path, session: str, n: int) -> list[str]:
+    store = open_session(tmp_path, session)
+    return write_pending(store, [(f"t{i}", [user(f"我决定用方案 {i}")]) for i in range(n)])
+
+
+async def test_never_pauses_archiving(tmp_path: Path) -> None:
+    seed(tmp_path, "s-never", 4)
+    app = make_app(tmp_path, {"scoring": {"fallback": "never", "maxPending": 3}})
+    state = await app.sessions.get("s-never")
+    gate = await archive_gate(app, state, ctx(), under_pressure=True)
+    assert not gate.allowed and "archiving paused" in gate.warnings[0]
+    assert all(not e.scored for e in state.store.index)
+    app2 = make_app(tmp_path, {"scoring": {"fallback": "never", "maxPending": 4}})
+    state2 = await app2.sessions.get("s-never")
+    assert (await archive_gate(app2, state2, ctx(), under_pressure=False)).allowed
+
+
+async def test_pressure_scores_heuristically(tmp_path: Path) -> None:
+    seed(tmp_path, "s-pressure", 3)
+    app = make_app(tmp_path, {})
+    state = await app.sessions.get("s-pressure")
+    quiet = await archive_gate(app, state, ctx(), under_pressure=False)
+    assert quiet.allowed and quiet.warnings == ()
+    assert not state.new_series_pending
+    gate = await archive_gate(app, state, ctx(), under_pressure=True)
+    assert gate.allowed and "heuristic scoring (pressure): 3" in gate.warnings[0]
+    assert all(e.scored and e.scoreMode == "heuristic" and e.beta == 0 for e in state.store.index)
+    assert state.new_series_pending
+
+
+async def test_rounds_without_judging_fall_back(tmp_path: Path) -> None:
+    seed(tmp_path, "s-rounds", 2)
+    app = make_app(tmp_path, {"scoring": {"autoHeuristicAfterRounds": {"plain": 2}}})
+    state = await app.sessions.get("s-rounds")
+    assert "id=mem-" in await tasks_section_text(app, state, ctx("agent/inbox/inserted"))
+    assert state.scoring_rounds_unjudged == 1
+    assert "id=mem-" in await tasks_section_text(app, state, ctx("tools/call"))
+    assert state.scoring_rounds_unjudged == 1
+    assert await tasks_section_text(app, state, ctx("agent/inbox/inserted")) == ""
+    assert state.scoring_rounds_unjudged == 0
+    assert all(e.scoreMode == "heuristic" for e in state.store.index)
+
+
+async def test_channel_score_heuristic(tmp_path: Path) -> None:
+    seed(tmp_path, "qqb-g-123456", 2)
+    app = make_app(tmp_path, {"compat": {"channelScore": "heuristic"}})
+    state = await app.sessions.get("qqb-g-123456")
+    assert is_channel_session(app.config.config, state.key)
+    assert await tasks_section_text(app, state, ctx("prompt/sections")) == ""
+    assert all(e.scoreMode == "heuristic" for e in state.store.index)
+
+
+async def test_legacy_pending_not_listed_nor_backfilled(tmp_path: Path) -> None:
+    store = open_session(tmp_path, "s-legacy")
+    write_pending(
+        store, [("old", [user("旧数据")])], start_ms=1_700_000_000_000, extra={"pendingEra": None}
+    )
+    app = make_app(tmp_path, {"scoring": {"fallback": "always"}})
+    state = await app.sessions.get("s-legacy")
+    assert await tasks_section_text(app, state, ctx()) == ""
+    assert all(not e.scored for e in state.store.index)
+    app2 = make_app(tmp_path, {"scoring": {"includeLegacy": True}})
+    state2 = await app2.sessions.get("s-legacy")
+    assert "标题=old" in await tasks_section_text(app2, state2, ctx())
+
+
+async def test_window_sources(tmp_path: Path) -> None:
+    app = make_app(tmp_path, {"compress": {"contextWindowTokens": 9000}})
+    state = await app.sessions.get("s-window")
+    cfg = app.config.config
+    assert window_tokens(state, cfg) == 9000
+    state.context_window = 20000
+    assert window_tokens(state, cfg) == 20000
+    state.last_context_window = 30000
+    assert window_tokens(state, cfg) == 30000
