@@ -1,0 +1,37 @@
+"""Automatic recall (reference §1.3, §1.3.1, §1.4, §1.7, §1.14.1-§1.15, §1.17, §3.1).
+
+Pure and synchronous; time is passed in. Modules::
+
+    query.py       user message -> keywords (cap 16), match keys, clause count, quota
+    candidates.py  in-memory index over index.json: postings by match key, bigram
+                   index for "query key inside folder key", category postings
+    fair.py        FAIR-DRI lanes (fair) and plain DRI (deterministic)
+    legacy.py      v1.3.0 probability path (erf generations, seeded PRNG from prng.py)
+    block.py       entry / block rendering, image path expansion, tags line
+    dates.py       computeDates: weekday, 归档于 X（事件时间 Y）, relative-time notes
+    state.py       recall-state v3 (reads v2/v1); implements RecallBlockView
+    round.py       one round: select, read picks, round budget, commit, trim, telemetry
+"""
+
+from engine.recall.candidates import CandidateIndex, Matches, Seed, index_params
+from engine.recall.query import Query, analyze_query, effective_quota
+from engine.recall.round import RoundOutcome, load_addition, prepare_state, run_round
+from engine.recall.state import Addition, Lanes, RecallState, load_state_file
+
+__all__ = [
+    "Addition",
+    "CandidateIndex",
+    "Lanes",
+    "Matches",
+    "Query",
+    "RecallState",
+    "RoundOutcome",
+    "Seed",
+    "analyze_query",
+    "effective_quota",
+    "index_params",
+    "load_addition",
+    "load_state_file",
+    "prepare_state",
+    "run_round",
+]

@@ -1,0 +1,425 @@
+"""One automatic recall round: select, read what is injected, commit, trim, render.
+
+`run_round` is synchronous and reads the disk only for the picked folders (G6:
+reads = injections). Time comes in as `now_ms`; nothing here reads a clock.
+
+Commit (step 8):
+
+* round budget (`fairness.roundBudget.maxChars`, fair and deterministic): picks past
+  the budget are dropped from the tail (lowest priority), keeping at least one;
+* additions join the block with `injectedRound` / `injectedTurn`; the ledger records
+  each as surfaced (cap `ledger.maxEntries`, overflow policy
+  `evict-lowest-alpha-last-seen`, with a warning);
+* block trimming (`fair`/`deterministic`: priority key (in C_t, α < θ_H, α asc,
+  injectedRound asc, id) — with `pinHigh` high α goes only when no low α is left,
+  without `protectCurrentQuery` C_t does not count; `legacy`: createdAt FIFO) down to
+  min(`maxRecalledBlocks`, `maxRecalledChars`, window × `maxWindowPercent`%), always
+  keeping one entry; trimmed high α → highRecycle, low α → recycle;
+* the rotation cursor moves to the last committed rotation pick.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.config import MemoryConfig, fingerprint
+from engine.config.fingerprint import canonical_json
+from engine.recall.block import heading_date, message_text, render_body
+from engine.recall.candidates import CandidateIndex, Matches, index_params
+from engine.recall.dates import resolve_timezone
+from engine.recall.fair import LANES, Pick, Selection, select_deterministic, select_fair
+from engine.recall.legacy import select_legacy
+from engine.recall.query import Query, effective_quota
+from engine.recall.state import Addition, Lanes, RecallState
+from engine.store import SessionStore, StoreError
+from engine.texts import (
+    RECALL_WARN_DEGRADED,
+    RECALL_WARN_LEDGER_OVERFLOW,
+    RECALL_WARN_REGISTER_DROPS,
+    RECALL_WARN_ROUND_BUDGET,
+)
+
+__all__ = [
+    "RoundOutcome",
+    "lanes_fingerprint",
+    "load_addition",
+    "prepare_state",
+    "run_round",
+    "trim_block",
+]
+
+
+@dataclass
+class RoundOutcome:
+    """What one round did: new ids in the block, telemetry and warnings."""
+
+    ran: bool
+    recalled: list[str] = field(default_factory=list)
+    changed: bool = False
+    recall_record: dict[str, Any] = field(default_factory=dict)
+    block_record: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def lanes_fingerprint(cfg: MemoryConfig) -> str:
+    """What lane state depends on: recall selection settings and matching."""
+    import hashlib
+
+    rc = cfg.recall.to_json(include_unknown=False)
+    tree = {
+        "mode": rc["mode"],
+        "fairness": rc["fairness"],
+        "categoryMatch": rc["categoryMatch"],
+        "index": [list(p) if isinstance(p, tuple) else p for p in index_params(cfg)[:3]],
+    }
+    return hashlib.sha256(canonical_json(tree)).hexdigest()
+
+
+def _image_resolver(store: SessionStore) -> Callable[[str], Path | None]:
+    def resolve(name: str) -> Path | None:
+        try:
+            return store.image_path(name)
+        except ValueError:
+            return None
+
+    return resolve
+
+
+def load_addition(
+    store: SessionStore,
+    fid: str,
+    cfg: MemoryConfig,
+    *,
+    generation: int = 1,
+    lane: str = "",
+    turn: int = 0,
+    round_: int = 0,
+) -> Addition | None:
+    """Read one folder and render its entry; None when it is gone or unreadable."""
+    try:
+        meta = store.get_meta(fid)
+        raw = store.read_context(fid)
+    except (StoreError, ValueError, OSError):
+        return None
+    tz = resolve_timezone(cfg.time.timezone)
+    compute = cfg.recall.compute_dates
+    messages: list[dict[str, Any]] = []
+    times: list[int] = []
+    for m in raw:
+        item: dict[str, Any] = {"role": str(m.get("role") or "user"), "content": message_text(m)}
+        t = m.get("time")
+        if isinstance(t, int | float) and not isinstance(t, bool) and t > 0:
+            item["time"] = int(t)
+            times.append(int(t))
+        messages.append(item)
+    tags = {
+        "events": meta.events,
+        "event": meta.event,
+        "locations": meta.locations,
+        "persons": meta.persons,
+        "timeTags": meta.timeTags,
+    }
+    body = render_body(
+        messages,
+        tags,
+        show_tags=cfg.recall.show_tags,
+        compute_dates=compute,
+        fallback_anchor=meta.createdAt,
+        tz=tz,
+        week_start=cfg.time_tag.week_start,
+        image_path=_image_resolver(store),
+    )
+    date = heading_date(meta.createdAt, meta.eventStart, meta.eventEnd, times, tz, compute)
+    return Addition(
+        id=fid,
+        alpha=float(meta.alpha),
+        beta=float(meta.beta),
+        created_at_ms=int(meta.createdAt),
+        generation=generation,
+        injected_turn=turn,
+        injected_round=round_,
+        lane=lane,
+        keywords=list(meta.keywords),
+        date=date,
+        body=body,
+        messages=messages,
+    )
+
+
+def prepare_state(state: RecallState, store: SessionStore, cfg: MemoryConfig) -> bool:
+    """After loading a file: rebuild v1 (ids only) from the folders still present and
+    reset lanes when the lane fingerprint changed. True when the block changed."""
+    changed = False
+    if state.pending_v1_ids:
+        for fid in state.pending_v1_ids:
+            add = load_addition(store, fid, cfg)
+            if add is not None:
+                state.additions.append(add)
+        state.pending_v1_ids = []
+        state.sort = cfg.recall.sort
+        state.compute_dates = cfg.recall.compute_dates
+        state.render()
+        changed = bool(state.block)
+    elif state.additions and not state.block:
+        state.render()
+        changed = True
+    fp = lanes_fingerprint(cfg)
+    if state.lanes_fingerprint != fp:
+        if state.lanes_fingerprint:
+            state.lanes = Lanes()
+        state.lanes_fingerprint = fp
+    state.config_fingerprint = fingerprint(cfg)
+    state.persist = cfg.recall.persist_injected
+    return changed
+
+
+def _block_char_cap(cfg: MemoryConfig, context_window: int | None) -> int:
+    cap = cfg.recall.max_recalled_chars
+    if context_window and context_window > 0 and cfg.recall.max_window_percent > 0:
+        cap = min(cap, int(context_window * cfg.recall.max_window_percent / 100))
+    return cap
+
+
+def trim_block(
+    state: RecallState, cfg: MemoryConfig, context_window: int | None, current: set[str]
+) -> tuple[list[Addition], int]:
+    """Trim the block to its caps; returns (evicted, pinnedHigh)."""
+    rc = cfg.recall
+    theta = rc.fairness.theta_high
+    bt = rc.fairness.block_trim
+    max_blocks = max(1, rc.max_recalled_blocks)
+    max_chars = _block_char_cap(cfg, context_window)
+    adds = state.additions
+    total = sum(a.chars for a in adds)
+
+    def over() -> bool:
+        return len(adds) > max_blocks or (total > max_chars and len(adds) > 1)
+
+    if not over():
+        return [], 0
+    if rc.mode == "legacy":
+        order = sorted(adds, key=lambda a: (a.created_at_ms, a.id))
+    else:
+
+        def key(a: Addition) -> tuple[Any, ...]:
+            high = a.alpha >= theta
+            in_c = a.id in current if bt.protect_current_query else False
+            return (high if bt.pin_high else False, in_c, high, a.alpha, a.injected_round, a.id)
+
+        order = sorted(adds, key=key)
+    evicted: list[Addition] = []
+    for a in order:
+        if not over():
+            break
+        adds.remove(a)
+        total -= a.chars
+        evicted.append(a)
+        if a.alpha >= theta:
+            state.lanes.high_recycle[a.id] = state.round
+        else:
+            state.lanes.recycle[a.id] = state.round
+    pinned = 0
+    if any(a.alpha < theta for a in evicted):
+        pinned = sum(1 for a in adds if a.alpha >= theta)
+    return evicted, pinned
+
+
+def run_round(
+    store: SessionStore | None,
+    index: CandidateIndex,
+    state: RecallState,
+    query: Query,
+    cfg: MemoryConfig,
+    *,
+    now_ms: int,
+    turn: int,
+    session_key: str,
+    context_window: int | None = None,
+    loader: Callable[[Pick], Addition | None] | None = None,
+) -> RoundOutcome:
+    """Run one round for `query` and update `state` (the caller persists it).
+
+    `loader` renders a pick into an addition (default: read the folder from `store`);
+    tests and benchmarks pass one to run without folders on disk.
+    """
+    rc = cfg.recall
+    k = effective_quota(query, cfg)
+    if k <= 0:
+        # recall.firstGenMax = 0: recall is off; no lane state is consumed.
+        return RoundOutcome(ran=False)
+    before_block = state.block
+    before_ids = state.ids()
+    t = state.round + 1
+    matches: Matches = index.match(query, min_alpha=rc.min_alpha)
+    if rc.mode == "fair":
+        sel: Selection = select_fair(index, matches, state, cfg, k)
+    elif rc.mode == "deterministic":
+        sel = select_deterministic(index, matches, state, k)
+    else:
+        sel = select_legacy(index, matches, state, cfg, k, session_key, query)
+    warnings: list[str] = []
+
+    # read what is injected (and nothing else)
+    loaded: list[tuple[Pick, Addition]] = []
+    for p in sel.picks:
+        if loader is not None:
+            add = loader(p)
+            if add is not None:
+                add.injected_turn, add.injected_round = turn, t
+                add.generation, add.lane = p.generation, p.lane
+        elif store is not None:
+            add = load_addition(
+                store, p.id, cfg, generation=p.generation, lane=p.lane, turn=turn, round_=t
+            )
+        else:
+            add = None
+        if add is not None:
+            loaded.append((p, add))
+
+    # round budget (v1.4.1, not in legacy)
+    budget = rc.fairness.round_budget.max_chars
+    dropped = 0
+    chars = sum(a.chars for _, a in loaded)
+    if rc.mode != "legacy" and budget > 0 and chars > budget:
+        picked = len(loaded)
+        while len(loaded) > 1 and chars > budget:
+            p, a = loaded.pop()
+            chars -= a.chars
+            dropped += 1
+            if p.lane in ("hi", "register", "rareHigh", "queryBoost"):
+                sel.lanes.register.append(
+                    {"id": p.id, "ttl": max(1, rc.fairness.register_.ttl_rounds)}
+                )
+        warnings.append(
+            RECALL_WARN_ROUND_BUDGET.format(
+                dropped=dropped, picked=picked, chars=chars + 0, max_chars=budget
+            )
+        )
+
+    # commit
+    state.round = t
+    state.lanes = sel.lanes
+    committed_ids = {p.id for p, _ in loaded}
+    state.lanes.register = [r for r in state.lanes.register if r["id"] not in committed_ids]
+    rotation = [p for p, _ in loaded if p.lane == "rotation"]
+    if rotation:
+        f = index.folders[rotation[-1].n]
+        state.lanes.cursor = (f.alpha, f.created_at, f.id)
+    evicted_ledger: list[str] = []
+    for _, a in loaded:
+        state.additions.append(a)
+        if rc.mode != "legacy":
+            evicted_ledger += state.surface(a.id, a.alpha, rc.fairness.ledger.max_entries)
+    if evicted_ledger:
+        warnings.append(
+            RECALL_WARN_LEDGER_OVERFLOW.format(
+                max_entries=rc.fairness.ledger.max_entries, evicted=len(evicted_ledger)
+            )
+        )
+    if sel.register_drops:
+        warnings.append(RECALL_WARN_REGISTER_DROPS.format(drops=sel.register_drops))
+    if sel.degraded:
+        warnings.append(
+            RECALL_WARN_DEGRADED.format(arrivals=sel.low_arrivals, slots=sel.rotation_slots)
+        )
+    current = {index.folders[n].id for n in matches.candidates}
+    for a in state.additions:
+        a.current_query = a.id in current
+    evicted, pinned = trim_block(state, cfg, context_window, current)
+    state.degraded = sel.degraded
+    c = state.counters
+    c["rounds"] = c.get("rounds", 0) + 1
+    c["recalled"] = c.get("recalled", 0) + len(loaded)
+    c["reInjections"] = c.get("reInjections", 0) + sel.re_injections
+    c["registerDrops"] = c.get("registerDrops", 0) + sel.register_drops
+    c["degradedRounds"] = c.get("degradedRounds", 0) + int(sel.degraded)
+    c["roundBudgetDropped"] = c.get("roundBudgetDropped", 0) + dropped
+    # render
+    state.sort = rc.sort
+    state.compute_dates = rc.compute_dates
+    state.empty_hint = rc.esp_empty_hint and not state.additions
+    state.full_quota = (
+        (k, dropped + len(evicted)) if len(sel.picks) >= k and state.additions else None
+    )
+    state.render()
+    in_block = set(state.ids())
+    recalled = [a.id for _, a in loaded if a.id in in_block]
+
+    lanes_picked = sel.lanes_picked() if rc.mode != "legacy" else {}
+    hr = sel.high_relevance or {
+        "enabled": False,
+        "minMatches": rc.high_relevance.min_matches,
+        "reserveSlots": rc.high_relevance.reserve_slots,
+        "candidates": 0,
+        "picks": 0,
+        "replaced": 0,
+    }
+    hr_fields = {
+        "highRelevanceEnabled": bool(hr["enabled"]) and rc.mode == "fair",
+        "highRelevanceMinMatches": hr["minMatches"],
+        "highRelevanceReserveSlots": hr["reserveSlots"],
+        "highRelevanceCandidates": hr["candidates"],
+        "highRelevancePicks": hr["picks"],
+        "highRelevanceReplaced": hr["replaced"],
+    }
+    recall_record: dict[str, Any] = {
+        "type": "recall",
+        "time": now_ms,
+        "mode": rc.mode,
+        "round": t,
+        "turn": turn,
+        "quota": k,
+        "queryKeywords": len(query.keywords),
+        "candidates": len(matches.candidates),
+        "categorySeeds": list(matches.categories),
+        "lanesPicked": lanes_picked,
+        "pops": sel.pops,
+        "frontierHits": sel.frontier_hits,
+        "registerDrops": sel.register_drops,
+        "reInjections": sel.re_injections,
+        "degraded": sel.degraded,
+        "timeFiltered": 0,
+        "offset": 0,
+        "limit": k,
+        "hasMore": False,
+        "missType": None if loaded else ("keyword" if not matches.candidates else "excluded"),
+        "roundBudget": {"maxChars": budget, "dropped": dropped, "chars": chars},
+        "roundBudgetMaxChars": budget,
+        "roundBudgetDropped": dropped,
+        "roundBudgetChars": chars,
+        "added": [
+            {
+                "id": a.id,
+                "alpha": a.alpha,
+                "beta": a.beta,
+                "lane": p.lane,
+                "generation": a.generation,
+            }
+            for p, a in loaded
+        ],
+        **hr_fields,
+    }
+    block_record: dict[str, Any] = {
+        "type": "recall-block",
+        "time": now_ms,
+        "round": t,
+        "blockBefore": len(before_ids),
+        "blockAfter": len(state.additions),
+        "evicted": [a.id for a in evicted],
+        "pinnedHigh": pinned,
+        "lanesPicked": lanes_picked,
+        "blockChars": len(state.block),
+        **hr_fields,
+    }
+    assert set(lanes_picked) <= set(LANES)
+    return RoundOutcome(
+        ran=True,
+        recalled=recalled,
+        changed=state.block != before_block,
+        recall_record=recall_record,
+        block_record=block_record,
+        warnings=warnings,
+    )

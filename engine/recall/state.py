@@ -1,0 +1,398 @@
+"""Per-session recall state and its file, `recall-state.json` (reference §3.1, §1.4).
+
+v3 (written)::
+
+    {"version": 3, "block": "<section text>", "ids": [...], "round": 7,
+     "additions": [{"id", "alpha", "beta", "createdAt", "generation", "injectedTurn",
+                    "injectedRound", "lane", "keywords", "date", "body", "messages": [...],
+                    "chars"}],
+     "configFingerprint": "…", "lanesFingerprint": "…",
+     "lanes": {"cursor": [α, createdAt, id] | null, "register": [{"id", "ttl"}],
+               "highRecycle": {id: round}, "recycle": {id: round}, "lowWatermark": ms},
+     "ledger": {id: [lastSurfacedRound, α]}, "counters": {...}, "degraded": false,
+     "currentIds": [...], "messageIds": [...], "render": {...}}
+
+`block` is exactly the section text the model saw; it is restored verbatim, so a
+restart shows the same block even when folders were deleted. v2 files (block and
+additions, no lanes) restore the block and reset lanes and ledger (bounded
+duplicates, never loss); v1 files (ids only) are rebuilt from the folders still
+present (see `engine.recall.round.rebuild_from_ids`).
+
+:class:`RecallState` implements `engine.recall_view.RecallBlockView` for re-archive.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from engine.jsonio import CorruptJSONError, read_json, write_json_atomic
+from engine.recall.block import block_header, entry_heading, render_entries
+from engine.texts import RECALL_EMPTY_HINT, RECALL_FULL_QUOTA_HINT, RECALL_FULL_QUOTA_TRIMMED
+
+__all__ = ["MESSAGE_IDS_KEPT", "Addition", "Lanes", "RecallState", "load_state_file"]
+
+MESSAGE_IDS_KEPT = 64
+"""How many handled user-message ids are remembered for dedup."""
+
+
+def _num(value: Any, default: float = 0.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return default
+    return float(value)
+
+
+def _int(value: Any, default: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return default
+    return int(value)
+
+
+@dataclass
+class Addition:
+    """One memory in the recall block (implements `AdditionView`)."""
+
+    id: str
+    alpha: float
+    beta: float
+    created_at_ms: int
+    generation: int = 1
+    injected_turn: int = 0
+    injected_round: int = 0
+    lane: str = ""
+    keywords: list[str] = field(default_factory=list)
+    date: str = ""
+    body: str = ""
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    current_query: bool = False
+    number: int = 1
+
+    @property
+    def created_at(self) -> str:
+        """ISO-8601 UTC of `createdAt` (sorts like the number)."""
+        dt = datetime.fromtimestamp(self.created_at_ms / 1000, tz=UTC)
+        return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{self.created_at_ms % 1000:03d}Z"
+
+    def entry(self, n: int) -> str:
+        head = entry_heading(n, self.date, self.alpha, self.beta, self.generation, self.keywords)
+        return f"{head}\n{self.body}" if self.body else head
+
+    @property
+    def text(self) -> str:
+        return self.entry(self.number)
+
+    @property
+    def chars(self) -> int:
+        return len(self.text)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "alpha": self.alpha,
+            "beta": self.beta,
+            "createdAt": self.created_at_ms,
+            "generation": self.generation,
+            "injectedTurn": self.injected_turn,
+            "injectedRound": self.injected_round,
+            "lane": self.lane,
+            "keywords": list(self.keywords),
+            "date": self.date,
+            "body": self.body,
+            "messages": self.messages,
+            "chars": self.chars,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Addition | None:
+        fid = d.get("id")
+        if not isinstance(fid, str) or not fid:
+            return None
+        kws = d.get("keywords")
+        msgs = d.get("messages")
+        return cls(
+            id=fid,
+            alpha=_num(d.get("alpha")),
+            beta=max(-10.0, min(10.0, _num(d.get("beta")))),
+            created_at_ms=_int(d.get("createdAt")),
+            generation=max(1, _int(d.get("generation"), 1)),
+            injected_turn=_int(d.get("injectedTurn")),
+            injected_round=_int(d.get("injectedRound")),
+            lane=str(d.get("lane") or ""),
+            keywords=[str(k) for k in kws] if isinstance(kws, list) else [],
+            date=str(d.get("date") or ""),
+            body=str(d.get("body") or ""),
+            messages=[m for m in msgs if isinstance(m, dict)] if isinstance(msgs, list) else [],
+        )
+
+
+@dataclass
+class Lanes:
+    """FAIR-DRI lane state that persists between rounds."""
+
+    cursor: tuple[float, int, str] | None = None
+    register: list[dict[str, Any]] = field(default_factory=list)  # [{"id", "ttl"}]
+    high_recycle: dict[str, int] = field(default_factory=dict)  # id -> round trimmed
+    recycle: dict[str, int] = field(default_factory=dict)  # id -> round trimmed
+    low_watermark: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cursor": list(self.cursor) if self.cursor is not None else None,
+            "register": [dict(r) for r in self.register],
+            "highRecycle": dict(self.high_recycle),
+            "recycle": dict(self.recycle),
+            "lowWatermark": self.low_watermark,
+        }
+
+    @classmethod
+    def from_json(cls, d: Any) -> Lanes:
+        if not isinstance(d, dict):
+            return cls()
+        cur = d.get("cursor")
+        cursor = None
+        if isinstance(cur, list) and len(cur) == 3 and isinstance(cur[2], str):
+            cursor = (_num(cur[0]), _int(cur[1]), cur[2])
+        reg = [
+            {"id": r["id"], "ttl": _int(r.get("ttl"), 1)}
+            for r in d.get("register") or []
+            if isinstance(r, dict) and isinstance(r.get("id"), str)
+        ]
+
+        def rounds(x: Any) -> dict[str, int]:
+            return {str(k): _int(v) for k, v in x.items()} if isinstance(x, dict) else {}
+
+        return cls(
+            cursor,
+            reg,
+            rounds(d.get("highRecycle")),
+            rounds(d.get("recycle")),
+            _int(d.get("lowWatermark")),
+        )
+
+
+_COUNTERS = (
+    "rounds",
+    "recalled",
+    "reInjections",
+    "registerDrops",
+    "ledgerEvicted",
+    "degradedRounds",
+    "roundBudgetDropped",
+)
+
+
+@dataclass
+class RecallState:
+    """The recall block of one session and everything selection remembers."""
+
+    path: Path | None = None
+    persist: bool = True
+    additions: list[Addition] = field(default_factory=list)
+    block: str = ""
+    round: int = 0
+    lanes: Lanes = field(default_factory=Lanes)
+    ledger: dict[str, list[float]] = field(default_factory=dict)  # id -> [round, α]
+    counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_COUNTERS, 0))
+    degraded: bool = False
+    config_fingerprint: str = ""
+    lanes_fingerprint: str = ""
+    message_ids: list[str] = field(default_factory=list)
+    # render settings of the current block (so re-archive can re-render without config)
+    sort: str = "createdAt"
+    compute_dates: bool = True
+    empty_hint: bool = False
+    full_quota: tuple[int, int] | None = None
+    loaded_version: int = 0
+    pending_v1_ids: list[str] = field(default_factory=list)
+
+    # -- block ---------------------------------------------------------------
+    def render(self) -> str:
+        """Re-render `block` from the additions and the stored render settings."""
+        parts: list[str] = []
+        if self.additions:
+            entries = render_entries(self.additions, self.sort)
+            for number, (addition, _) in enumerate(entries, start=1):
+                addition.number = number
+            parts.append(block_header(self.compute_dates))
+            parts.append("\n\n".join(text for _, text in entries))
+            if self.full_quota is not None:
+                n, trimmed = self.full_quota
+                line = (
+                    RECALL_FULL_QUOTA_TRIMMED.format(n=n, trimmed=trimmed)
+                    if trimmed
+                    else RECALL_FULL_QUOTA_HINT.format(n=n)
+                )
+                parts.append(line)
+        elif self.empty_hint:
+            parts.append(RECALL_EMPTY_HINT)
+        self.block = "\n\n".join(parts)
+        return self.block
+
+    def ids(self) -> list[str]:
+        return [a.id for a in self.additions]
+
+    def block_chars(self) -> int:
+        return sum(a.chars for a in self.additions)
+
+    # -- RecallBlockView -----------------------------------------------------------
+    def rearchive_candidates(self) -> Sequence[Addition]:
+        return list(self.additions)
+
+    def remove_for_rearchive(
+        self, removed: Sequence[str], recycle_high: Sequence[str], turn: int
+    ) -> None:
+        gone = set(removed)
+        if not gone:
+            return
+        for fid in recycle_high:
+            if fid in gone:
+                self.lanes.high_recycle[fid] = self.round
+        self.additions = [a for a in self.additions if a.id not in gone]
+        self.full_quota = None
+        self.render()
+        self.save()
+
+    def snapshot(self) -> object:
+        return copy.deepcopy(self.to_json())
+
+    def restore(self, snapshot: object) -> None:
+        if not isinstance(snapshot, dict):
+            raise TypeError("not a recall-state snapshot")
+        other = RecallState.from_json(copy.deepcopy(snapshot), path=self.path, persist=self.persist)
+        for name in self.__dataclass_fields__:
+            if name not in ("path", "persist"):
+                setattr(self, name, getattr(other, name))
+        self.save()
+
+    # -- ledger ---------------------------------------------------------------
+    def surface(self, fid: str, alpha: float, max_entries: int) -> list[str]:
+        """Record `fid` as surfaced this round; evict beyond `max_entries`.
+
+        Overflow policy `evict-lowest-alpha-last-seen`: the entries surfaced longest ago
+        go first, the lowest α first among those, then id. Returns the evicted ids.
+        """
+        self.ledger.pop(fid, None)
+        self.ledger[fid] = [float(self.round), float(alpha)]
+        if max_entries <= 0 or len(self.ledger) <= max_entries:
+            return []
+        over = len(self.ledger) - max_entries
+        block = set(self.ids())
+        victims = sorted(
+            (k for k in self.ledger if k not in block and k != fid),
+            key=lambda k: (self.ledger[k][0], self.ledger[k][1], k),
+        )[:over]
+        for k in victims:
+            del self.ledger[k]
+        self.counters["ledgerEvicted"] = self.counters.get("ledgerEvicted", 0) + len(victims)
+        return victims
+
+    def last_surfaced(self, fid: str) -> int | None:
+        entry = self.ledger.get(fid)
+        return int(entry[0]) if entry else None
+
+    # -- message dedup -----------------------------------------------------------
+    def seen_message(self, message_id: str | None) -> bool:
+        return bool(message_id) and message_id in self.message_ids
+
+    def remember_message(self, message_id: str | None) -> None:
+        if not message_id:
+            return
+        self.message_ids.append(message_id)
+        del self.message_ids[:-MESSAGE_IDS_KEPT]
+
+    # -- persistence ----------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": 3,
+            "block": self.block,
+            "ids": self.ids(),
+            "round": self.round,
+            "additions": [a.to_json() for a in self.additions],
+            "configFingerprint": self.config_fingerprint,
+            "lanesFingerprint": self.lanes_fingerprint,
+            "lanes": self.lanes.to_json(),
+            "ledger": {k: [int(v[0]), v[1]] for k, v in self.ledger.items()},
+            "counters": dict(self.counters),
+            "degraded": self.degraded,
+            "currentIds": [a.id for a in self.additions if a.current_query],
+            "messageIds": list(self.message_ids),
+            "render": {
+                "sort": self.sort,
+                "computeDates": self.compute_dates,
+                "emptyHint": self.empty_hint,
+                "fullQuota": list(self.full_quota) if self.full_quota else None,
+            },
+        }
+
+    @classmethod
+    def from_json(cls, d: Any, *, path: Path | None = None, persist: bool = True) -> RecallState:
+        """Read a v3, v2 or v1 document (anything unusable gives an empty state)."""
+        state = cls(path=path, persist=persist)
+        if isinstance(d, list):  # oldest form: a bare id list
+            d = {"version": 1, "ids": d}
+        if not isinstance(d, dict):
+            return state
+        version = _int(d.get("version"), 1)
+        raw_adds = d.get("additions")
+        if version >= 2 and isinstance(raw_adds, list):
+            state.additions = [
+                a for a in (Addition.from_json(x) for x in raw_adds if isinstance(x, dict)) if a
+            ]
+            block = d.get("block")
+            state.block = block if isinstance(block, str) else ""
+        else:
+            ids = d.get("ids")
+            state.pending_v1_ids = (
+                [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else []
+            )
+        state.loaded_version = version
+        if version < 3:
+            return state
+        state.round = _int(d.get("round"))
+        state.config_fingerprint = str(d.get("configFingerprint") or "")
+        state.lanes_fingerprint = str(d.get("lanesFingerprint") or "")
+        state.lanes = Lanes.from_json(d.get("lanes"))
+        ledger = d.get("ledger")
+        if isinstance(ledger, dict):
+            for k, v in ledger.items():
+                if isinstance(v, list) and len(v) == 2:
+                    state.ledger[str(k)] = [float(_int(v[0])), _num(v[1])]
+        counters = d.get("counters")
+        if isinstance(counters, dict):
+            for k, v in counters.items():
+                state.counters[str(k)] = _int(v)
+        state.degraded = bool(d.get("degraded"))
+        current = set(d.get("currentIds") or [])
+        for a in state.additions:
+            a.current_query = a.id in current
+        mids = d.get("messageIds")
+        if isinstance(mids, list):
+            state.message_ids = [m for m in mids if isinstance(m, str)][-MESSAGE_IDS_KEPT:]
+        render = d.get("render")
+        if isinstance(render, dict):
+            state.sort = str(render.get("sort") or "createdAt")
+            state.compute_dates = bool(render.get("computeDates", True))
+            state.empty_hint = bool(render.get("emptyHint"))
+            fq = render.get("fullQuota")
+            if isinstance(fq, list) and len(fq) == 2:
+                state.full_quota = (_int(fq[0]), _int(fq[1]))
+        return state
+
+    def save(self) -> None:
+        """Write the v3 document atomically (when `recall.persistInjected`)."""
+        if self.path is None or not self.persist:
+            return
+        write_json_atomic(self.path, self.to_json())
+
+
+def load_state_file(path: Path, *, persist: bool = True) -> RecallState:
+    """Read `recall-state.json`; missing or corrupt gives an empty state."""
+    try:
+        doc = read_json(path)
+    except (FileNotFoundError, CorruptJSONError, OSError):
+        return RecallState(path=path, persist=persist)
+    return RecallState.from_json(doc, path=path, persist=persist)

@@ -1,0 +1,192 @@
+"""`agent/inbox/inserted` (PROTOCOL.md §4): automatic recall before the host thinks.
+
+Reference §1.3: only a real user message triggers recall — its source kind must be
+in `recall.triggerSourceKinds` (default `["user"]`; a QQ bridge's
+`plugin:dsh-onebot` or `agent-message` can be added), it must carry text, the session
+must be allowed (`recall.applyToSubagents` / `recall.applyToMainSessions`), and the
+same message id is handled once (a bridge retry or a replay after a restart does not
+run a second round). Hosts without the `systemPrompt` capability get no recall block
+(reference §3.1).
+
+The round runs in a worker thread (index build on a new index version, selection,
+reading the picked folders, recall-state.json v3, telemetry) inside the commit
+guard: once it starts it finishes. A changed block asks for a new request series.
+
+Answer: `{"recalled": ["mem-…"], "sections": Sections, "startsRequestSeries": bool,
+"warnings": []}`.
+
+Optional params beyond the protocol's: `turn` (the turn the message opens; stored as
+`injectedTurn` for re-archive protection, else the last turn the session reported)
+and `contextWindow` (caps the block at `recall.maxWindowPercent`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import structlog
+from pydantic import Field
+
+from engine.config import MemoryConfig
+from engine.recall import RecallState, RoundOutcome, analyze_query, run_round
+from handlers.context import RequestContext
+from handlers.params import Session, Wire
+from handlers.recall_state import candidate_index, ensure_recall_state
+from handlers.sections import sections_answer
+
+if TYPE_CHECKING:
+    from handlers.app import App
+    from handlers.sessions import SessionState
+
+log = structlog.get_logger("rofmd.recall")
+
+# Source forms that mark host-generated copies rather than something the user said.
+_NON_USER_FORMS = frozenset({"instructions", "catalog", "snapshot", "notice", "recall"})
+
+
+class InboxParams(Wire):
+    """`agent/inbox/inserted` params."""
+
+    session: Session
+    message: dict[str, Any]
+    time: int | None = None
+    turn: int | None = Field(default=None, ge=0)
+    contextWindow: int | None = Field(default=None, ge=0)
+
+
+def source_kind(message: Mapping[str, Any]) -> str | None:
+    """The v4 source kind; old `{"kind": "plugin", "plugin": X}` reads as `plugin:X`;
+    a message without a source is `user` when its role is `user`."""
+    source = message.get("source")
+    if isinstance(source, Mapping):
+        kind = source.get("kind")
+        if kind == "plugin" and isinstance(source.get("plugin"), str):
+            return f"plugin:{source['plugin']}"
+        return kind if isinstance(kind, str) else None
+    return "user" if message.get("role") == "user" else None
+
+
+def message_text(message: Mapping[str, Any]) -> str:
+    """The text blocks of a v4 message, joined by newlines."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, Mapping) and block.get("type") == "text":
+                text = block.get("text")
+                if isinstance(text, str):
+                    parts.append(text)
+    return "\n".join(parts)
+
+
+def trigger_text(message: Mapping[str, Any], session: Session, cfg: MemoryConfig) -> str | None:
+    """The text to recall on, or None when this message does not trigger recall."""
+    rc = cfg.recall
+    if not rc.enabled:
+        return None
+    if session.is_subagent and not rc.apply_to_subagents:
+        return None
+    if not session.is_subagent and not rc.apply_to_main_sessions:
+        return None
+    if message.get("role", "user") != "user":
+        return None
+    kind = source_kind(message)
+    if kind is None or kind not in rc.trigger_source_kinds:
+        return None
+    source = message.get("source")
+    if isinstance(source, Mapping) and source.get("form") in _NON_USER_FORMS:
+        return None
+    text = message_text(message).strip()
+    return text or None
+
+
+async def agent_inbox_inserted(
+    app: App, params: InboxParams, ctx: RequestContext
+) -> dict[str, Any]:
+    """Run automatic recall for a real user message and answer the sections."""
+    state = await app.sessions.get(params.session.id)
+    cfg = app.config.config
+    rs = await ensure_recall_state(app, state)
+    if params.contextWindow:
+        state.context_window = params.contextWindow
+    recalled: list[str] = []
+    warnings: list[str] = []
+    text = trigger_text(params.message, params.session, cfg)
+    mid = params.message.get("id")
+    message_id = mid if isinstance(mid, str) and mid else None
+    if (
+        text is not None
+        and ctx.connection.capability("systemPrompt")
+        and not rs.seen_message(message_id)
+    ):
+        outcome = await _recall(app, state, rs, cfg, text, params, message_id, ctx)
+        recalled = outcome.recalled
+        warnings = outcome.warnings
+        if outcome.changed:
+            state.request_new_series()
+    answer = await sections_answer(app, state, ctx)
+    return {
+        "recalled": recalled,
+        "sections": answer["sections"],
+        "startsRequestSeries": answer["startsRequestSeries"],
+        "warnings": warnings,
+    }
+
+
+async def _recall(
+    app: App,
+    state: SessionState,
+    rs: RecallState,
+    cfg: MemoryConfig,
+    text: str,
+    params: InboxParams,
+    message_id: str | None,
+    ctx: RequestContext,
+) -> RoundOutcome:
+    now_ms = params.time if params.time and params.time > 0 else ctx.now_ms
+    turn = params.turn if params.turn is not None else _turn_hint(rs)
+
+    def work() -> RoundOutcome:
+        index = candidate_index(state, cfg)
+        query = analyze_query(text, cfg)
+        outcome = run_round(
+            state.store,
+            index,
+            rs,
+            query,
+            cfg,
+            now_ms=now_ms,
+            turn=turn,
+            session_key=state.key,
+            context_window=state.context_window,
+        )
+        rs.remember_message(message_id)
+        rs.save()
+        if outcome.ran:
+            try:
+                state.store.append_stats(outcome.recall_record)
+                state.store.append_stats(outcome.block_record)
+            except OSError as exc:  # telemetry never fails a recall
+                log.warning("recall telemetry not written", error=str(exc))
+        return outcome
+
+    with ctx.commit_guard():
+        outcome = await anyio.to_thread.run_sync(work)
+    if outcome.ran:
+        log.info(
+            "recall",
+            session_key=state.key,
+            mode=cfg.recall.mode,
+            recalled=len(outcome.recalled),
+            candidates=outcome.recall_record.get("candidates"),
+        )
+    return outcome
+
+
+def _turn_hint(rs: RecallState) -> int:
+    """Without a `turn` param: one past the newest injected turn (monotonic per session)."""
+    return max((a.injected_turn for a in rs.additions), default=0) + 1

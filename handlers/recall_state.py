@@ -1,0 +1,57 @@
+"""Load and keep a session's recall state (recall-state.json v3; reference §3.1, §1.4).
+
+The state is loaded once per session, on the first request that needs it (an inbox
+message, a `prompt/sections` after a restart, any answer carrying sections), in a
+worker thread. A restored non-empty block asks the host for a new request series
+once, so the restored block reaches the system prompt head. `SessionState.recall`
+is set to it, so re-archive (pass 0) can shrink the block through `RecallBlockView`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import anyio
+
+from engine.config import MemoryConfig
+from engine.recall import CandidateIndex, RecallState, index_params, load_state_file, prepare_state
+
+if TYPE_CHECKING:
+    from handlers.app import App
+    from handlers.sessions import SessionState
+
+
+async def ensure_recall_state(app: App, state: SessionState) -> RecallState:
+    """The session's recall state, loading (and preparing) it on first use."""
+    if isinstance(state.recall, RecallState):
+        return state.recall
+    cfg = app.config.config
+    path = state.store.paths.recall_state
+
+    def load() -> RecallState:
+        if not cfg.recall.persist_injected:
+            rs = RecallState(path=path, persist=False)
+        else:
+            rs = load_state_file(path, persist=True)
+        prepare_state(rs, state.store, cfg)
+        return rs
+
+    rs = await anyio.to_thread.run_sync(load)
+    if isinstance(state.recall, RecallState):  # loaded meanwhile by another request
+        return state.recall
+    state.recall = rs
+    if rs.block:
+        state.request_new_series()
+    return rs
+
+
+def candidate_index(state: SessionState, cfg: MemoryConfig) -> CandidateIndex:
+    """The in-memory index for the store's current version (blocking; call in a thread)."""
+    store = state.store
+    key = (id(store), store.version, index_params(cfg))
+    cached = state.recall_index
+    if isinstance(cached, CandidateIndex) and cached.version == key:
+        return cached
+    index = CandidateIndex(store.index, cfg, key)
+    state.recall_index = index
+    return index
