@@ -11,7 +11,9 @@ from typing import Any
 import anyio
 import orjson
 
+from bench.archive import run_archive
 from bench.ping import run_ping
+from bench.recall import run_recall_bench
 from tests.e2e.harness import running_daemon
 
 
@@ -38,8 +40,17 @@ def main(argv: list[str] | None = None) -> int:
             anyio.run(lambda: run_ping(d.socket_path, 50, 200 // scale, session=True)),
         ]
         rows[2]["clients"] = "50 (sess)"
+        archive_rows = run_archive(d.socket_path, max(3, 20 // scale))
     results["ping"] = rows
     _print_rows("ping round trips (one daemon process, clients on one event loop)", rows)
+    results["archive"] = archive_rows
+    _print_rows("agent/pre-step on a 128k-token, 400-message surface (medians)", archive_rows)
+    sizes = (1000, 10000) if args.quick else (1000, 10000, 100000)
+    recall_rows = run_recall_bench(sizes, 200 // scale)
+    results["recall"] = recall_rows
+    _print_rows(
+        "automatic recall round vs bm25s top-10 (same folders' keywords, same queries)", recall_rows
+    )
     out = args.json or Path("bench/results/latest.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2))

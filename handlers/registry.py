@@ -12,9 +12,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from handlers import session_methods, system
+from handlers import pre_step, session_methods, system
 from handlers.app import App
 from handlers.context import RequestContext
+from handlers.inbox import InboxParams, agent_inbox_inserted
 from handlers.params import (
     InitializeParams,
     NoParams,
@@ -53,7 +54,11 @@ _METHODS: dict[str, Method] = {
         Method("config/reload", NoParams, system.config_reload, needs_enabled=False),
         Method("prompt/sections", SessionParams, session_methods.prompt_sections),
         Method("agent/disposed", SessionParams, session_methods.agent_disposed, listener=True),
+        Method("agent/inbox/inserted", InboxParams, agent_inbox_inserted, listener=True),
         Method("tools/call", ToolCallParams, tools_call),
+        Method("agent/pre-step", pre_step.PreStepParams, pre_step.pre_step, listener=True),
+        Method("archive/commit", pre_step.ArchiveCommitParams, pre_step.archive_commit),
+        Method("archive/abort", pre_step.ArchiveAbortParams, pre_step.archive_abort),
         Method("debug/sleep", SleepParams, system.debug_sleep, needs_enabled=False, debug=True),
     )
 }

@@ -9,14 +9,16 @@ is never opened twice concurrently by its own requests.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 import structlog
 
 from engine.recall_view import RecallBlockView
 from engine.store import LoadReport, SessionStore, open_session, safe_session_id
+from handlers.archive_state import ArchiveState
 
 log = structlog.get_logger("rofmd.sessions")
 
@@ -37,6 +39,21 @@ class SessionState:
     new_series_pending: bool = False
     # The recall block state (set by the recall use case when it loads the session).
     recall: RecallBlockView | None = None
+    # Archive guards and unreported archives (owned by handlers.pre_step).
+    archive: ArchiveState = field(default_factory=ArchiveState)
+    # Recall use case: its in-memory candidate index (rebuilt per index version) and the
+    # last context window the host reported (caps the block at recall.maxWindowPercent).
+    recall_index: Any = None
+    context_window: int | None = None
+    # Scoring use case (handlers.tasks_section / tool_judge / scoring_policy): the last
+    # contextWindow the pre-step reported (sizes the task block budget), user turns the
+    # task block listed pending folders without a judge call (autoHeuristicAfterRounds),
+    # readable texts of archived folders (immutable, so cached by id) and the cached
+    # era facts of the session's telemetry (keyed by stats.jsonl size and mtime).
+    last_context_window: int | None = None
+    scoring_rounds_unjudged: int = 0
+    scoring_texts: dict[str, Any] = field(default_factory=dict)
+    scoring_fake_window: tuple[tuple[int, int], bool] | None = None
 
     def request_new_series(self) -> None:
         """Ask the host, in the next answer with sections, to start a new request series."""

@@ -67,7 +67,9 @@ class ToolCallParams(Wire):
 
 def _tools() -> dict[str, Tool]:
     """The tool table; tool modules are imported here so each stays self-contained."""
-    tools: list[Tool] = []
+    from handlers.tool_judge import TOOL as MEMORY_JUDGE
+
+    tools: list[Tool] = [MEMORY_JUDGE]
     return {t.name: t for t in tools}
 
 
