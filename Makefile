@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit bench demo clean
+.PHONY: run test lint typecheck unit bench demo clean venv
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,9 @@ venv: $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/rofmd serve --log-format console
+
+demo: $(STAMP)
+	$(BIN)/rofmd demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check rofmd handlers engine tests bench

@@ -9,6 +9,7 @@ would see.
 
 from __future__ import annotations
 
+import re
 import shutil
 import struct
 import sys
@@ -34,7 +35,7 @@ def scripted_scorer(folder_id: str, text: str, review: bool) -> dict[str, Any]:
     """What a cooperative model would submit: heuristic α, trusted β, content keywords."""
     if review:
         return {"id": folder_id, "keep": True, "reason": "仍然成立"}
-    body = text.split("原文", 1)[-1]
+    body = _item_body(text)
     score = heuristic_score(
         body,
         weights=DEFAULT_WEIGHTS,
@@ -60,6 +61,18 @@ def scripted_scorer(folder_id: str, text: str, review: bool) -> dict[str, Any]:
         "keywords": keywords,
         "reason": "scripted demo scorer: heuristic α, trusted β",
     }
+
+
+_ROLE_PREFIX = re.compile(r"^\s*(?:user|assistant|tool|system)[:：]\s*", re.MULTILINE)
+_ITEM_END = re.compile(r"\n(?:### |评分口径)")
+
+
+def _item_body(segment: str) -> str:
+    """The conversation text of one task-block item: up to the next heading, no role tags."""
+    end = _ITEM_END.search(segment)
+    segment = segment[: end.start()] if end else segment
+    body = segment.split("原文", 1)[-1]
+    return _ROLE_PREFIX.sub("", body)
 
 
 def _png(width: int = 4, height: int = 4) -> bytes:
@@ -133,8 +146,8 @@ async def play(client: RofmdClient, script: Script, media_dir: Path) -> dict[str
                         "event": "archive",
                         "turn": sim.turn,
                         "step": report.step,
-                        "beforeTokens": report.before_tokens,
-                        "afterTokens": report.after_tokens,
+                        "contextTokens": report.before_tokens,
+                        "archivedTokens": report.compaction.get("shadowedTokenCount", 0),
                         "folders": report.compaction.get("folders", []),
                         "note": "".join(
                             c.get("text", "") for c in report.compaction["checkpoint"]["content"]
@@ -188,21 +201,32 @@ def render(result: dict[str, Any], out: TextIO) -> None:
     for item in result["timeline"]:
         if item["event"] == "archive":
             w(
-                f"[turn {item['turn']}] context {item['beforeTokens']} → {item['afterTokens']} tokens: "
-                f"archived {len(item['folders'])} folder(s)\n    note: {item['note'][:120]}\n"
+                f"[turn {item['turn']}] context at {item['contextTokens']} tokens: archived "
+                f"{item['archivedTokens']} tokens into {len(item['folders'])} folder(s)\n"
+                f"    note: {item['note'][:120]}\n"
             )
             for warning in item["warnings"]:
                 w(f"    warning: {warning}\n")
         else:
             w(f"[turn {item['turn']}] recalled {', '.join(item['ids'])}\n")
     for judge in result["judges"]:
-        w(f"\nmemory_judge ({len(judge['ids'])} item(s)): {judge['text'][:300]}\n")
+        w(f"\nmemory_judge ({len(judge['ids'])} item(s)): {judge['text'][:160]}\n")
     for answer in result["answers"]:
         mark = "✓" if answer["found"] else "✗"
         w(f"\n{mark} Q: {answer['question']}  (expect {answer['expect']!r})\n")
-        w("  recall block the model sees:\n")
-        for line in answer["block"].splitlines()[:30]:
+        lines = answer["block"].splitlines()
+        if not lines:
+            w("  (no recall block)\n")
+        w(
+            f"  recall block the model sees ({len(lines)} lines; entry headings and matching lines):\n"
+        )
+        for line in lines[:1]:
             w(f"  │ {line}\n")
+        shown = 0
+        for line in lines[1:]:
+            if line.startswith("### ") or (answer["expect"] in line and shown < 3):
+                w(f"  │ {line[:160]}\n")
+                shown += not line.startswith("### ")
     s = result["summary"]
     w(
         f"\nsummary: {s['turns']} turns, {s['archives']} archives, {s['folders']} folders, "

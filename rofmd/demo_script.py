@@ -168,7 +168,7 @@ def demo_script() -> Script:
             ),
         ),
         Turn(
-            "We agreed: code freeze for Starport release 2.3 is on Friday, November 20. No new "
+            "We agreed: code freeze for release 2.3 is on Friday, November 20. No new "
             "features after that, only fixes.",
             (
                 Step(
@@ -194,7 +194,7 @@ def demo_script() -> Script:
             ),
         ),
         Turn(
-            "最后再看一次错误日志,确认一下 8443 上的上游是否恢复。",
+            "最后再看一次错误日志,确认一下上游是否恢复。",
             (
                 Step(
                     "读取最新日志。",
@@ -214,6 +214,6 @@ def demo_script() -> Script:
         Question("星港项目的 API 端口是多少?", "8443"),
         Question("Where does my sister Alice live?", "Lisbon"),
         Question("我喜欢吃什么口味的菜?", "川菜"),
-        Question("When is the Starport code freeze?", "November 20"),
+        Question("When is the code freeze for release 2.3?", "November 20"),
     )
     return Script(turns, questions)

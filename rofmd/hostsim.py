@@ -189,13 +189,13 @@ class HostSim:
         return report
 
     def _apply_compaction(self, compaction: dict[str, Any], time_ms: int) -> None:
-        """The checkpoint transaction: the replaced span becomes one checkpoint message."""
+        """The checkpoint transaction: the whole `replace` span becomes one checkpoint message.
+
+        (Pinned context inside the span is the host's to re-inject; the daemon has
+        already copied one-shot notices into the note's appendix.)
+        """
         rng = compaction["replace"]
-        shadowed = set(compaction.get("shadowedSeqs") or [])
         start, end = int(rng["startSeq"]), int(rng["endSeq"])
-        kept_before = [n for n in self.surface if n.seq < start]
-        kept_after = [n for n in self.surface if n.seq > end]
-        inside_kept = [n for n in self.surface if start <= n.seq <= end and n.seq not in shadowed]
         note = {
             "id": self._next_id("ckpt"),
             "role": "user",
@@ -204,7 +204,11 @@ class HostSim:
         }
         node = Node(self.next_seq, "user/message", time_ms, self.turn, note, estimate_tokens(note))
         self.next_seq += 1
-        self.surface = [*kept_before, node, *inside_kept, *kept_after]
+        # Positions, not seq order: a checkpoint node carries a new (larger) seq but
+        # sits where the span it replaced was.
+        seqs = [n.seq for n in self.surface]
+        first, last = seqs.index(start), seqs.index(end)
+        self.surface = [*self.surface[:first], node, *self.surface[last + 1 :]]
 
     async def assistant_says(
         self, text: str, time_ms: int, *, tool_calls: Sequence[tuple[str, dict[str, Any], str]] = ()

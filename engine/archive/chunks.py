@@ -19,7 +19,7 @@ import hashlib
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -58,17 +58,38 @@ class Chunk:
     """One future folder: pieces of messages in order."""
 
     pieces: list[Piece]
+    # (part, parts) of each run of one message's fragments, numbered across the
+    # whole archive run: "part 2 of 3" = the message continues in other folders.
+    run_numbers: list[tuple[int, int]] = field(default_factory=list)
+
+    def runs(self) -> list[list[Piece]]:
+        """Consecutive fragments of the same message, grouped."""
+        runs: list[list[Piece]] = []
+        for p in self.pieces:
+            if runs and runs[-1][-1].msg == p.msg and runs[-1][-1].part + 1 == p.part:
+                runs[-1].append(p)
+            else:
+                runs.append([p])
+        return runs
 
     @property
     def chars(self) -> int:
         return sum(len(p.text) for p in self.pieces)
 
     def documents(self, msgs: Sequence[ArchMessage]) -> list[dict[str, Any]]:
-        """The ``context.json`` messages of this chunk."""
+        """The ``context.json`` messages of this chunk.
+
+        Consecutive fragments of one message in the same folder are stored as one
+        entry: a reader sees the message, not its sentence-by-sentence split, and the
+        concatenation is unchanged. A message spread over several folders carries
+        ``part`` / ``parts`` (its fragment number and how many folders it spans).
+        """
         out: list[dict[str, Any]] = []
-        for p in self.pieces:
-            m = msgs[p.msg]
-            doc: dict[str, Any] = {"role": m.role, "content": p.text, "seq": m.seq}
+        for index, run in enumerate(self.runs()):
+            first = run[0]
+            m = msgs[first.msg]
+            text = "".join(p.text for p in run)
+            doc: dict[str, Any] = {"role": m.role, "content": text, "seq": m.seq}
             if m.time is not None:
                 doc["time"] = m.time
             if m.turn is not None:
@@ -77,9 +98,10 @@ class Chunk:
                 doc["id"] = m.message_id
             if m.tool_call_id is not None:
                 doc["toolCallId"] = m.tool_call_id
-            if p.parts > 1:
-                doc["part"] = p.part + 1
-                doc["parts"] = p.parts
+            part, parts = self.run_numbers[index] if index < len(self.run_numbers) else (1, 1)
+            if parts > 1:
+                doc["part"] = part
+                doc["parts"] = parts
             out.append(doc)
         return out
 
@@ -132,7 +154,22 @@ def chunk_messages(
         for extra in merged[cap:]:
             merged[cap - 1].pieces.extend(extra.pieces)
         del merged[cap:]
+    _number_runs(merged)
     return merged, capped
+
+
+def _number_runs(chunks: Sequence[Chunk]) -> None:
+    """Give every run its (part, parts) across the chunks of one archive run."""
+    totals: Counter[int] = Counter()
+    for chunk in chunks:
+        for run in chunk.runs():
+            totals[run[0].msg] += 1
+    seen: Counter[int] = Counter()
+    for chunk in chunks:
+        chunk.run_numbers = []
+        for run in chunk.runs():
+            seen[run[0].msg] += 1
+            chunk.run_numbers.append((seen[run[0].msg], totals[run[0].msg]))
 
 
 def fold_title(text: str) -> str:
