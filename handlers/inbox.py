@@ -148,7 +148,7 @@ async def _recall(
     ctx: RequestContext,
 ) -> RoundOutcome:
     now_ms = params.time if params.time and params.time > 0 else ctx.now_ms
-    turn = params.turn if params.turn is not None else _turn_hint(rs)
+    turn = params.turn if params.turn is not None else _turn_hint(state, rs)
 
     def work() -> RoundOutcome:
         index = candidate_index(state, cfg)
@@ -187,6 +187,8 @@ async def _recall(
     return outcome
 
 
-def _turn_hint(rs: RecallState) -> int:
-    """Without a `turn` param: one past the newest injected turn (monotonic per session)."""
-    return max((a.injected_turn for a in rs.additions), default=0) + 1
+def _turn_hint(state: SessionState, rs: RecallState) -> int:
+    """Without a `turn` param: the turn this message opens, one past the last turn a
+    pre-step reported (or past the newest injected turn when none has)."""
+    newest = max((a.injected_turn for a in rs.additions), default=0)
+    return max(newest, state.last_turn or 0) + 1

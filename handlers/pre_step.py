@@ -123,6 +123,12 @@ ARCHIVER_VERSION = _archiver_version()
 async def pre_step(app: App, params: PreStepParams, ctx: RequestContext) -> dict[str, Any]:
     """Archive when the context is over the trigger; answer the compaction and sections."""
     state = await app.sessions.get(params.session.id)
+    state.last_turn = params.turn
+    if params.context is not None and params.context.contextWindow:
+        # the window the recall caps and the task budget are sized by
+        state.context_window = (
+            app.config.config.compress.context_window_tokens or params.context.contextWindow
+        )
     warnings: list[str] = []
     compaction = await _maybe_archive(app, state, params, ctx, warnings)
     answer: dict[str, Any] = {"compaction": compaction}

@@ -44,13 +44,14 @@ class SessionState:
     # Recall use case: its in-memory candidate index (rebuilt per index version) and the
     # last context window the host reported (caps the block at recall.maxWindowPercent).
     recall_index: Any = None
+    # The host's context window (effective: compress.contextWindowTokens wins) and the
+    # turn of the last pre-step; both set by handlers.pre_step.
     context_window: int | None = None
-    # Scoring use case (handlers.tasks_section / tool_judge / scoring_policy): the last
-    # contextWindow the pre-step reported (sizes the task block budget), user turns the
+    last_turn: int | None = None
+    # Scoring use case (handlers.tasks_section / tool_judge / scoring_policy): user turns the
     # task block listed pending folders without a judge call (autoHeuristicAfterRounds),
     # readable texts of archived folders (immutable, so cached by id) and the cached
     # era facts of the session's telemetry (keyed by stats.jsonl size and mtime).
-    last_context_window: int | None = None
     scoring_rounds_unjudged: int = 0
     scoring_texts: dict[str, Any] = field(default_factory=dict)
     scoring_fake_window: tuple[tuple[int, int], bool] | None = None

@@ -51,10 +51,7 @@ USER_TURN_METHOD = "agent/inbox/inserted"
 
 def window_tokens(state: SessionState, cfg: MemoryConfig) -> int | None:
     """The window the budget is computed from (see the module docstring)."""
-    for value in (state.last_context_window, state.context_window):
-        if value:
-            return value
-    return cfg.compress.context_window_tokens or None
+    return state.context_window or cfg.compress.context_window_tokens or None
 
 
 def build_task_block(

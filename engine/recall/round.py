@@ -11,7 +11,9 @@ Commit (step 8):
   each as surfaced (cap `ledger.maxEntries`, overflow policy
   `evict-lowest-alpha-last-seen`, with a warning);
 * block trimming (`fair`/`deterministic`: priority key (in C_t, α < θ_H, α asc,
-  injectedRound asc, id) — with `pinHigh` high α goes only when no low α is left,
+  injectedRound asc, id): what the current query matched goes last — trimming a
+  memory picked for this very question would waste it and put it in cooldown —
+  and among the rest, with `pinHigh`, high α goes only when no low α is left;
   without `protectCurrentQuery` C_t does not count; `legacy`: createdAt FIFO) down to
   min(`maxRecalledBlocks`, `maxRecalledChars`, window × `maxWindowPercent`%), always
   keeping one entry; trimmed high α → highRecycle, low α → recycle;
@@ -207,7 +209,7 @@ def trim_block(
         def key(a: Addition) -> tuple[Any, ...]:
             high = a.alpha >= theta
             in_c = a.id in current if bt.protect_current_query else False
-            return (high if bt.pin_high else False, in_c, high, a.alpha, a.injected_round, a.id)
+            return (in_c, high if bt.pin_high else False, high, a.alpha, a.injected_round, a.id)
 
         order = sorted(adds, key=key)
     evicted: list[Addition] = []

@@ -269,3 +269,28 @@ def test_replays_are_identical() -> None:
 def test_query_keywords_capped_at_16() -> None:
     text = " ".join(f"word{i}x" for i in range(40))
     assert len(analyze_query(text, config()).keywords) == 16
+
+
+def test_trim_keeps_what_the_current_query_matched_over_pinned_high_alpha() -> None:
+    """A memory picked for this very question is trimmed last, even below a pinned
+    high-α one the question did not match (otherwise it would be injected, evicted in
+    the same round and then held in cooldown)."""
+    from engine.recall.round import trim_block
+    from engine.recall.state import Addition, RecallState
+
+    cfg = config(maxRecalledBlocks=2)
+    state = RecallState(persist=False)
+    state.round = 5
+    state.additions = [
+        Addition("mem-a", 0.95, 3.0, 1, injected_round=1, body="a" * 50),
+        Addition("mem-b", 0.90, 3.0, 2, injected_round=2, body="b" * 50),
+        Addition("mem-c", 0.20, 3.0, 3, injected_round=5, body="c" * 50),
+    ]
+    evicted, _ = trim_block(state, cfg, None, {"mem-c"})
+    assert [a.id for a in evicted] == ["mem-b"]
+    assert [a.id for a in state.additions] == ["mem-a", "mem-c"]
+    assert state.lanes.high_recycle == {"mem-b": 5}
+    # without a current-query match the pin holds: the low-α one goes first
+    state.additions.append(Addition("mem-d", 0.91, 3.0, 4, injected_round=5, body="d" * 50))
+    evicted, _ = trim_block(state, cfg, None, set())
+    assert [a.id for a in evicted] == ["mem-c"]

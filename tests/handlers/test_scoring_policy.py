@@ -102,5 +102,5 @@ async def test_window_sources(tmp_path: Path) -> None:
     assert window_tokens(state, cfg) == 9000
     state.context_window = 20000
     assert window_tokens(state, cfg) == 20000
-    state.last_context_window = 30000
+    state.context_window = 30000
     assert window_tokens(state, cfg) == 30000
