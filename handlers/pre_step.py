@@ -19,7 +19,6 @@ after the folders and the index are durable.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Mapping
 from importlib import metadata
@@ -31,17 +30,11 @@ import structlog
 from pydantic import Field
 
 from engine.archive import PreStepInput, PreStepPlan, Switches, plan_pre_step, switch_off_reason
-from engine.archive.telemetry import compress_applied_record, rearchive_record
+from engine.archive.commit import archive_token, commit_plan
+from engine.archive.telemetry import rearchive_record
 from engine.config.model import MemoryConfig
 from engine.recall_view import RecallBlockView
-from engine.store import (
-    FolderMeta,
-    FolderNotFoundError,
-    MaxFoldersExceededError,
-    SessionStore,
-    StoreError,
-    UnknownTransactionError,
-)
+from engine.store import FolderNotFoundError
 from handlers.app import App
 from handlers.archive_state import PendingArchive
 from handlers.context import RequestContext
@@ -268,10 +261,6 @@ async def _readable_images(surface: list[dict[str, Any]]) -> set[str]:
 # ---- the commit (worker thread) ------------------------------------------------------
 
 
-def _pending_count(store: SessionStore) -> int:
-    return sum(1 for e in store.index if not e.scored)
-
-
 def _commit(
     state: SessionState,
     plan: PreStepPlan,
@@ -290,89 +279,26 @@ def _commit(
     if not plan.archives:
         return None
     ast = state.archive
-    ast.tokens_issued += 1
-    token = f"arc-{now_ms:x}-{plan.content_hash[:8]}-{ast.tokens_issued}"
-    while token in store.committed_transactions() or store.paths.journal(token).exists():
-        ast.tokens_issued += 1
-        token = f"arc-{now_ms:x}-{plan.content_hash[:8]}-{ast.tokens_issued}"
-    pending_before = _pending_count(store)
-    planned: list[tuple[str, Any]] = []
-    folder_ids: list[str] = []
-    written: list[str] = []
-    skipped_ids: list[str] = []
-    ok = True
-    try:
-        with store.transaction(token, max_folders=cfg.storage.max_folders or None) as txn:
-            for folder in plan.folders:
-                meta = _folder_meta(store.new_folder_id(now_ms), folder, params, now_ms)
-                images = [(img.name, Path(img.host_path)) for img in folder.images if img.host_path]
-                if txn.add_folder(meta, folder.messages, images):
-                    folder_ids.append(meta.id)
-                else:
-                    existing = txn.skipped[-1].existing_id
-                    folder_ids.append(existing)
-                    skipped_ids.append(existing)
-                planned.append((folder_ids[-1], folder))
-        result = txn.result
-        written = list(result.written) if result else []
-    except (MaxFoldersExceededError, StoreError, OSError, ValueError) as exc:
-        ok = False
-        _warn(state, warnings, "commit-failed", f"archive not committed: {exc}")
-    if ok:
-        # Conservation (§6 ①): every planned folder is on disk and indexed, either written
-        # now or already archived under the same idempotency key.
-        missing = [fid for fid in folder_ids if fid not in store]
-        if len(written) + len(skipped_ids) != len(plan.folders) or missing:
-            ok = False
-            _warn(
-                state,
-                warnings,
-                "conservation",
-                f"archive rolled back: {len(written)} written + {len(skipped_ids)} already"
-                f" archived != {len(plan.folders)} planned (missing {missing})",
-            )
-            with contextlib.suppress(UnknownTransactionError):
-                store.rollback_committed(token)
-    if not ok:
+    token, ast.tokens_issued = archive_token(store, now_ms, plan.content_hash, ast.tokens_issued)
+    out = commit_plan(
+        store,
+        plan,
+        cfg=cfg,
+        token=token,
+        now_ms=now_ms,
+        turn=params.turn,
+        step=params.step,
+        archiver_version=ARCHIVER_VERSION,
+    )
+    for key, message in out.warnings:
+        _warn(state, warnings, key, message)
+    if not out.ok:
         if snapshot is not None:
             _undo_rearchive(state, recall, snapshot, marked)
-        store.append_stats(
-            compress_applied_record(
-                plan,
-                cfg=cfg.compress,
-                now_ms=now_ms,
-                turn=params.turn,
-                step=params.step,
-                token=token,
-                folders=planned,
-                committed=0,
-                skipped=len(skipped_ids),
-                rollback=True,
-                pending_at_archive=pending_before,
-                pending_count=_pending_count(store),
-                score_mode="model",
-                archived_by_version=ARCHIVER_VERSION,
-            )
-        )
+        store.append_stats(out.record)
         return None
-    store.append_stats(
-        compress_applied_record(
-            plan,
-            cfg=cfg.compress,
-            now_ms=now_ms,
-            turn=params.turn,
-            step=params.step,
-            token=token,
-            folders=planned,
-            committed=len(written),
-            skipped=len(skipped_ids),
-            rollback=False,
-            pending_at_archive=pending_before,
-            pending_count=_pending_count(store),
-            score_mode="model",
-            archived_by_version=ARCHIVER_VERSION,
-        )
-    )
+    store.append_stats(out.record)
+    folder_ids, written = out.folder_ids, out.written
     compaction: dict[str, Any] = {
         "token": token,
         "replace": {"startSeq": plan.start_seq, "endSeq": plan.end_seq},
@@ -401,44 +327,11 @@ def _commit(
         token=token,
         folders=len(folder_ids),
         written=len(written),
-        already=len(skipped_ids),
+        already=len(out.skipped_ids),
         before_percent=round(plan.percent_before, 1),
         after_percent=round(plan.percent_after, 1),
     )
     return compaction
-
-
-def _folder_meta(folder_id: str, folder: Any, params: PreStepParams, now_ms: int) -> FolderMeta:
-    data: dict[str, Any] = {
-        "id": folder_id,
-        "createdAt": now_ms,
-        "alpha": 0,
-        "beta": 0,
-        "scored": False,
-        "rescorePending": False,
-        "keywords": [],
-        "title": folder.title,
-        "alphaSource": "pending",
-        "betaSource": "pending",
-        "keywordsSource": "pending",
-        "pendingSince": now_ms,
-        "scoreMode": "model",
-        "archivedByVersion": ARCHIVER_VERSION,
-        "archivedFrom": "adapter",
-        "idempotencyKey": folder.idempotency_key,
-        "messageCount": len(folder.messages),
-        "chars": folder.chars,
-        "turn": params.turn,
-        "seqStart": folder.messages[0]["seq"] if folder.messages else None,
-        "seqEnd": folder.messages[-1]["seq"] if folder.messages else None,
-    }
-    if folder.event_range is not None:
-        data["eventStart"], data["eventEnd"] = folder.event_range
-        data["eventTimeSource"] = "messages"
-    refs = [img.ref for img in folder.images if img.host_path]
-    if refs:
-        data["images"] = refs
-    return FolderMeta.model_validate({k: v for k, v in data.items() if v is not None})
 
 
 def _apply_rearchive(

@@ -22,9 +22,8 @@ import anyio
 import structlog
 
 from engine.config import MemoryConfig
-from engine.heuristic import heuristic_score
 from engine.scoring.eras import SessionEraFacts, fake_window, folder_era, listed
-from engine.scoring.fallback import FallbackDecision, decide
+from engine.scoring.fallback import FallbackDecision, decide, heuristic_fields
 from engine.scoring.readable import ReadableText, flat_text, readable_text
 from engine.store import IndexEntry, StoreError, read_jsonl
 from handlers.context import RequestContext
@@ -129,27 +128,7 @@ def apply_heuristic(
     for folder_id in ids:
         if folder_id not in state.store:
             continue
-        score = heuristic_score(
-            heuristic_text(state, folder_id),
-            weights=cfg.importance.weights,
-            alpha_min=cfg.importance.min,
-            alpha_max=cfg.importance.max,
-            keywords_min=cfg.keywords.min,
-            keywords_max=cfg.keywords.max,
-            extra_stopwords=cfg.keywords.extra_stopwords,
-        )
-        changes[folder_id] = {
-            "alpha": score.alpha,
-            "beta": 0.0,
-            "keywords": score.keywords,
-            "scored": True,
-            "rescorePending": False,
-            "alphaSource": "heuristic",
-            "betaSource": "heuristic",
-            "keywordsSource": "heuristic",
-            "scoreMode": "heuristic",
-            "judgedAt": now_ms,
-        }
+        changes[folder_id] = heuristic_fields(heuristic_text(state, folder_id), cfg, now_ms)
     if not changes:
         return []
     state.store.update_metas(changes)

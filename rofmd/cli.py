@@ -153,6 +153,26 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return anyio.run(lambda: run_demo(args.socket_path, as_json=args.json))
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Drive a recorded DSH v4 session through a daemon."""
+    from rofmd.logs import configure_logging
+    from rofmd.replay import run_replay
+
+    if args.window < 1024:
+        print("rofmd replay: --window must be at least 1024 tokens", file=sys.stderr)
+        return 1
+    configure_logging("console", "warning", stream=sys.stderr)
+    return anyio.run(
+        lambda: run_replay(
+            args.log,
+            socket=args.socket_path,
+            window=args.window,
+            score=not args.no_score,
+            as_json=args.json,
+        )
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The `rofmd` argument parser."""
     parser = argparse.ArgumentParser(
@@ -197,6 +217,16 @@ def build_parser() -> argparse.ArgumentParser:
     common(demo)
     demo.add_argument("--json", action="store_true", help="machine-readable output")
     demo.set_defaults(func=cmd_demo)
+
+    replay = sub.add_parser("replay", help="replay a DSH v4 session log through a daemon")
+    common(replay)
+    replay.add_argument("log", type=Path, help="session.v4.jsonl or session.v4.jsonl.zstd")
+    replay.add_argument(
+        "--window", type=int, default=128_000, help="context window in tokens (default 128000)"
+    )
+    replay.add_argument("--no-score", action="store_true", help="leave the task block unanswered")
+    replay.add_argument("--json", action="store_true", help="machine-readable output")
+    replay.set_defaults(func=cmd_replay)
     return parser
 
 

@@ -19,7 +19,6 @@ import zlib
 from pathlib import Path
 from typing import Any, TextIO
 
-import anyio
 import orjson
 
 from engine.heuristic import DEFAULT_WEIGHTS, heuristic_score
@@ -258,30 +257,12 @@ async def run_demo(socket: Path | None, *, as_json: bool, out: TextIO = sys.stdo
 
 
 async def _with_private_daemon(work: Path, media: Path) -> dict[str, Any]:
-    from rofmd.daemon import Daemon
-    from rofmd.settings import DaemonSettings
+    from rofmd.private_daemon import private_daemon
 
-    settings = DaemonSettings(
-        socket_path=work / "run" / "rofmd.sock",
-        config_dir=work / "cfg",
-        memory_root=work / "memory",
-        state_dir=work / "state",
-        watch_config=False,
-    )
-    daemon = Daemon(settings, {"HOME": str(work)})
-    result: dict[str, Any] = {}
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(daemon.run)
-        with anyio.fail_after(20):
-            while True:
-                try:
-                    async with RofmdClient.connect(settings.socket_path) as probe:
-                        await probe.ping()
-                    break
-                except OSError:
-                    await anyio.sleep(0.02)
-        async with RofmdClient.connect(settings.socket_path) as client:
-            result = await play(client, demo_script(), media)
-        daemon.request_shutdown()
+    async with (
+        private_daemon(work) as settings,
+        RofmdClient.connect(settings.socket_path) as client,
+    ):
+        result = await play(client, demo_script(), media)
     result["memoryRoot"] = str(settings.memory_root)
     return result

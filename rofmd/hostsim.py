@@ -106,7 +106,11 @@ class HostSim:
     recalls: list[dict[str, Any]] = field(default_factory=list)
     judges: list[JudgeReport] = field(default_factory=list)
     archived_folders: list[str] = field(default_factory=list)
+    # Replaying a real log, node seqs come from the log; checkpoint nodes we create then
+    # take seqs from this separate range so they can never collide with later events.
+    checkpoint_seq_base: int | None = None
     _msg_counter: int = 0
+    _checkpoints: int = 0
 
     # ---- surface ----------------------------------------------------------------
 
@@ -114,12 +118,40 @@ class HostSim:
         self._msg_counter += 1
         return f"{prefix}-{self._msg_counter:05d}"
 
-    def add(self, node_type: str, message: dict[str, Any], time_ms: int) -> Node:
+    def add(
+        self, node_type: str, message: dict[str, Any], time_ms: int, *, seq: int | None = None
+    ) -> Node:
         """Append a node to the surface (a `surfaceOp: "append"` event)."""
-        node = Node(self.next_seq, node_type, time_ms, self.turn, message, estimate_tokens(message))
-        self.next_seq += 1
+        if seq is None:
+            seq = self.next_seq
+        self.next_seq = max(self.next_seq, seq + 1)
+        node = Node(seq, node_type, time_ms, self.turn, message, estimate_tokens(message))
         self.surface.append(node)
         return node
+
+    def _checkpoint_seq(self) -> int:
+        if self.checkpoint_seq_base is None:
+            seq = self.next_seq
+            self.next_seq += 1
+            return seq
+        self._checkpoints += 1
+        return self.checkpoint_seq_base + self._checkpoints
+
+    def replace_span(self, start: int, end: int, node: Node) -> bool:
+        """Replace the surface span from seq `start` to seq `end` (by position) with `node`.
+
+        Positions, not seq order: a checkpoint node carries a new seq but sits where
+        the span it replaced was. False (nothing changed) when an end is not on the
+        surface any more.
+        """
+        seqs = [n.seq for n in self.surface]
+        if start not in seqs or end not in seqs:
+            return False
+        first, last = seqs.index(start), seqs.index(end)
+        if last < first:
+            return False
+        self.surface = [*self.surface[:first], node, *self.surface[last + 1 :]]
+        return True
 
     def total_tokens(self) -> int:
         """Metered context size: the surface plus the system-prompt sections."""
@@ -134,15 +166,22 @@ class HostSim:
 
     async def user_says(self, text: str, time_ms: int, *, source: str = "user") -> dict[str, Any]:
         """A user message lands in the inbox: the daemon may recall before the model thinks."""
-        self.turn += 1
-        self.step = 0
         message = {
             "id": self._next_id("u"),
             "role": "user",
             "content": [{"type": "text", "text": text}],
             "source": {"kind": source},
         }
-        self.add("user/message", message, time_ms)
+        return await self.user_message(message, time_ms)
+
+    async def user_message(
+        self, message: dict[str, Any], time_ms: int, *, seq: int | None = None
+    ) -> dict[str, Any]:
+        """A user turn starts with `message`: append it and tell the daemon's inbox."""
+        self.turn += 1
+        self.step = 0
+        self.add("user/message", message, time_ms, seq=seq)
+        text = "".join(b.get("text", "") for b in message.get("content", []) if isinstance(b, dict))
         answer: dict[str, Any] = await self.client.call(
             "agent/inbox/inserted", {"session": self.session, "message": message, "time": time_ms}
         )
@@ -202,13 +241,11 @@ class HostSim:
             "content": compaction["checkpoint"]["content"],
             "source": {"kind": "compact-checkpoint"},
         }
-        node = Node(self.next_seq, "user/message", time_ms, self.turn, note, estimate_tokens(note))
-        self.next_seq += 1
-        # Positions, not seq order: a checkpoint node carries a new (larger) seq but
-        # sits where the span it replaced was.
-        seqs = [n.seq for n in self.surface]
-        first, last = seqs.index(start), seqs.index(end)
-        self.surface = [*self.surface[:first], node, *self.surface[last + 1 :]]
+        node = Node(
+            self._checkpoint_seq(), "user/message", time_ms, self.turn, note, estimate_tokens(note)
+        )
+        if not self.replace_span(start, end, node):
+            raise RuntimeError(f"compaction span {start}..{end} is not on the surface")
 
     async def assistant_says(
         self, text: str, time_ms: int, *, tool_calls: Sequence[tuple[str, dict[str, Any], str]] = ()

@@ -9,17 +9,36 @@ merge counters, and the v1.4.0/v1.4.1 fields (pendingAtArchive … trickleArchiv
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.archive.plan import PlannedFolder, PreStepPlan
 from engine.config.model import CompressConfig
+from engine.store import FolderMeta
 
 __all__ = ["compress_applied_record", "rearchive_record"]
 
 
 def _round(x: float) -> float:
     return round(x, 2)
+
+
+def _folder_metadata(
+    folder_id: str, f: PlannedFolder, scored: Mapping[str, FolderMeta] | None
+) -> dict[str, Any]:
+    meta = scored.get(folder_id) if scored is not None else None
+    return {
+        "id": folder_id,
+        "title": f.title,
+        "pending": meta is None,
+        "scored": meta is not None,
+        "alpha": meta.alpha if meta is not None else 0,
+        "beta": meta.beta if meta is not None else 0,
+        "keywords": list(meta.keywords) if meta is not None else [],
+        "messages": len(f.messages),
+        "chars": f.chars,
+        "images": len(f.images),
+    }
 
 
 def compress_applied_record(
@@ -38,8 +57,13 @@ def compress_applied_record(
     pending_count: int,
     score_mode: str,
     archived_by_version: str,
+    scored_metas: Mapping[str, FolderMeta] | None = None,
 ) -> dict[str, Any]:
-    """One record per archive (all passes of one pre-step are one archive)."""
+    """One record per archive (all passes of one pre-step are one archive).
+
+    ``folderMetadata`` describes pending folders, unless ``scored_metas`` gives the metas
+    of folders written already scored (engine CLI / simulation: heuristic at creation).
+    """
     cut = plan.cut
     passes = cut.passes if cut else []
     sources = Counter("messages" if f.event_range else "none" for _, f in folders)
@@ -72,19 +96,7 @@ def compress_applied_record(
         "shadowedTokenCount": plan.shadowed_tokens,
         "archivedMessages": plan.archived_messages,
         "folderMetadata": [
-            {
-                "id": folder_id,
-                "title": f.title,
-                "pending": True,
-                "scored": False,
-                "alpha": 0,
-                "beta": 0,
-                "keywords": [],
-                "messages": len(f.messages),
-                "chars": f.chars,
-                "images": len(f.images),
-            }
-            for folder_id, f in folders
+            _folder_metadata(folder_id, f, scored_metas) for folder_id, f in folders
         ],
         "pinnedShadowed": parts.pinned_shadowed,
         "pinnedRecorded": len(parts.appendix),

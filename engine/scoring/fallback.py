@@ -23,8 +23,13 @@ synthetic leftovers are marked, never back-filled (§1.11).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from engine.config.model import MemoryConfig
+from engine.heuristic import heuristic_score
+from engine.scoring.readable import flat_text, readable_text
 
 PAUSED_WARNING = (
     "scoring backpressure: {pending} pending folders > scoring.maxPending {max_pending} with"
@@ -79,3 +84,35 @@ def decide(
     if count > max_pending:
         return heuristic(pending[: count - max_pending], "maxPending")
     return FallbackDecision(True)
+
+
+def heuristic_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    """What heuristic scoring reads: the readable conversation, else every text."""
+    text = readable_text(messages)
+    return text.text if text.has_conversation else flat_text(messages)
+
+
+def heuristic_fields(text: str, cfg: MemoryConfig, now_ms: int) -> dict[str, Any]:
+    """The meta fields of a heuristically scored folder: ``scored:true``, β 0, heuristic α
+    and keywords, every source ``heuristic``, ``judgedAt`` ``now_ms``."""
+    score = heuristic_score(
+        text,
+        weights=cfg.importance.weights,
+        alpha_min=cfg.importance.min,
+        alpha_max=cfg.importance.max,
+        keywords_min=cfg.keywords.min,
+        keywords_max=cfg.keywords.max,
+        extra_stopwords=cfg.keywords.extra_stopwords,
+    )
+    return {
+        "alpha": score.alpha,
+        "beta": 0.0,
+        "keywords": score.keywords,
+        "scored": True,
+        "rescorePending": False,
+        "alphaSource": "heuristic",
+        "betaSource": "heuristic",
+        "keywordsSource": "heuristic",
+        "scoreMode": "heuristic",
+        "judgedAt": now_ms,
+    }
