@@ -205,7 +205,13 @@ class Daemon:
             )
         self.notifier.ready(self._status_line())
 
-    async def _watch_config(self) -> None:
+    async def _watch_config(self, done: anyio.Event) -> None:
+        try:
+            await self._watch_config_files()
+        finally:
+            done.set()
+
+    async def _watch_config_files(self) -> None:
         from watchfiles import awatch
 
         directory = self.settings.config_dir
@@ -243,6 +249,9 @@ class Daemon:
     async def run(self) -> int:
         """Serve until SIGTERM/SIGINT; return the exit code."""
         shutdown = self._shutdown = anyio.Event()
+        watcher_done = anyio.Event()
+        if not self.settings.watch_config:
+            watcher_done.set()
         socks = self._open_sockets()
         try:
             self._listeners = [await SocketListener.from_socket(s) for s in socks]
@@ -260,7 +269,7 @@ class Daemon:
                             conns.start_soon(self._serve_listener, listener, conns)
                         root.start_soon(self._signals, root)
                         if self.settings.watch_config:
-                            root.start_soon(self._watch_config)
+                            root.start_soon(self._watch_config, watcher_done)
                         root.start_soon(self._watchdog)
                         log.info(
                             "rofmd serving",
@@ -275,6 +284,11 @@ class Daemon:
                         self.notifier.stopping()
                         await self._drain(conns)
                     work.cancel_scope.cancel()
+                # The watcher polls in a worker thread and returns within one step once
+                # the shutdown event is set; waiting for it (rather than cancelling it)
+                # leaves no thread to finish after the loop is gone.
+                with anyio.move_on_after(2):
+                    await watcher_done.wait()
                 root.cancel_scope.cancel()
         finally:
             self._cleanup()
