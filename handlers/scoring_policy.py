@@ -23,8 +23,13 @@ import structlog
 
 from engine.config import MemoryConfig
 from engine.scoring.eras import SessionEraFacts, fake_window, folder_era, listed
-from engine.scoring.fallback import FallbackDecision, decide, heuristic_fields
-from engine.scoring.readable import ReadableText, flat_text, readable_text
+from engine.scoring.fallback import (
+    FallbackDecision,
+    decide,
+    heuristic_fields,
+    heuristic_source,
+)
+from engine.scoring.readable import ReadableText, readable_text
 from engine.store import IndexEntry, StoreError, read_jsonl
 from handlers.context import RequestContext
 
@@ -65,14 +70,15 @@ def readable_for(state: SessionState, folder_id: str) -> ReadableText:
 
 
 def heuristic_text(state: SessionState, folder_id: str) -> str:
-    """What heuristic scoring reads: the conversation, else every text of the folder."""
-    text = readable_for(state, folder_id)
-    if text.has_conversation:
-        return text.text
-    try:
-        return flat_text(state.store.read_context(folder_id))
-    except StoreError:
-        return ""
+    """What heuristic scoring reads (``engine.scoring.fallback.heuristic_source``)."""
+
+    def messages() -> list[dict[str, Any]]:
+        try:
+            return state.store.read_context(folder_id)
+        except StoreError:
+            return []
+
+    return heuristic_source(readable_for(state, folder_id), messages)
 
 
 def session_synthetic(state: SessionState, index: tuple[IndexEntry, ...]) -> bool:

@@ -3,7 +3,7 @@
 Client commands share `--socket` (else `ROFMD_SOCKET_PATH`, else the protocol's
 default path). Every command that a person might script takes `--json`.
 Exit codes: 0 success, 1 failure (daemon unreachable, a doctor check failed,
-bad arguments are argparse's 2).
+bad input); bad arguments are argparse's 2 (`rofmd engine`: 1).
 """
 
 from __future__ import annotations
@@ -227,6 +227,12 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--no-score", action="store_true", help="leave the task block unanswered")
     replay.add_argument("--json", action="store_true", help="machine-readable output")
     replay.set_defaults(func=cmd_replay)
+
+    from rofmd.engine_cli import add_engine_parser
+    from rofmd.simulate import add_simulate_parser
+
+    add_engine_parser(sub)
+    add_simulate_parser(sub)
     return parser
 
 

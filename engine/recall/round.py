@@ -18,6 +18,10 @@ Commit (step 8):
   min(`maxRecalledBlocks`, `maxRecalledChars`, window × `maxWindowPercent`%), always
   keeping one entry; trimmed high α → highRecycle, low α → recycle;
 * the rotation cursor moves to the last committed rotation pick.
+
+The ``recall`` record carries what came back into the context (``addedChars``,
+``addedTokens``: the new entries still in the block after trimming, tokens estimated
+like the archive path does) for the §1.6 report.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.archive.tokens import estimate_text_tokens
 from engine.config import MemoryConfig, fingerprint
 from engine.config.fingerprint import canonical_json
 from engine.recall.block import heading_date, message_text, render_body
@@ -348,7 +353,8 @@ def run_round(
     )
     state.render()
     in_block = set(state.ids())
-    recalled = [a.id for _, a in loaded if a.id in in_block]
+    kept = [(p, a) for p, a in loaded if a.id in in_block]
+    recalled = [a.id for _, a in kept]
 
     lanes_picked = sel.lanes_picked() if rc.mode != "legacy" else {}
     hr = sel.high_relevance or {
@@ -399,9 +405,13 @@ def run_round(
                 "beta": a.beta,
                 "lane": p.lane,
                 "generation": a.generation,
+                "chars": a.chars,
             }
             for p, a in loaded
         ],
+        "addedChars": sum(a.chars for _, a in kept),
+        "addedTokens": sum(estimate_text_tokens(a.text) for _, a in kept),
+        "contextWindow": context_window or None,
         **hr_fields,
     }
     block_record: dict[str, Any] = {

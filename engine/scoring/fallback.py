@@ -23,13 +23,14 @@ synthetic leftovers are marked, never back-filled (§1.11).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from engine.config.model import MemoryConfig
 from engine.heuristic import heuristic_score
-from engine.scoring.readable import flat_text, readable_text
+from engine.scoring.readable import ReadableText, flat_text, readable_text
 
 PAUSED_WARNING = (
     "scoring backpressure: {pending} pending folders > scoring.maxPending {max_pending} with"
@@ -86,10 +87,22 @@ def decide(
     return FallbackDecision(True)
 
 
+_ROLE_PREFIX = re.compile(r"^(?:user|assistant): ", re.MULTILINE)
+
+
+def heuristic_source(
+    readable: ReadableText, messages: Callable[[], Sequence[Mapping[str, Any]]]
+) -> str:
+    """What heuristic scoring reads: the readable conversation without its ``user:`` /
+    ``assistant:`` line tags (they are not keywords), else every text of the folder."""
+    if readable.has_conversation:
+        return _ROLE_PREFIX.sub("", readable.text)
+    return flat_text(messages())
+
+
 def heuristic_text(messages: Sequence[Mapping[str, Any]]) -> str:
-    """What heuristic scoring reads: the readable conversation, else every text."""
-    text = readable_text(messages)
-    return text.text if text.has_conversation else flat_text(messages)
+    """:func:`heuristic_source` of archived messages at hand."""
+    return heuristic_source(readable_text(messages), lambda: messages)
 
 
 def heuristic_fields(text: str, cfg: MemoryConfig, now_ms: int) -> dict[str, Any]:

@@ -1,0 +1,93 @@
+"""One recall round without a daemon: the engine CLI and the simulation (reference
+"独立运行引擎": ``recall --text "…" --context token=41000 window=128000``).
+
+The same steps the daemon's inbox handler takes (recall state v3 loaded and prepared,
+candidate index over the store's index, query analysis, :func:`run_round`, state
+saved, ``recall`` and ``recall-block`` records appended), with the turn derived from
+the state since there is no host to report it. ``context_tokens`` (how full the
+context is) goes into the ``recall`` record so the §1.6 report can say what share of
+the context came back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from engine.config.model import MemoryConfig
+from engine.recall.candidates import CandidateIndex, index_params
+from engine.recall.query import analyze_query
+from engine.recall.round import RoundOutcome, prepare_state, run_round
+from engine.recall.state import RecallState, load_state_file
+from engine.store import SessionStore
+
+__all__ = ["StandaloneRecall", "append_round_stats", "open_recall_state", "recall_once"]
+
+
+def open_recall_state(store: SessionStore, cfg: MemoryConfig) -> RecallState:
+    """The session's recall state (``recall-state.json`` when persisted), prepared."""
+    path = store.paths.recall_state
+    if cfg.recall.persist_injected:
+        state = load_state_file(path, persist=True)
+    else:
+        state = RecallState(path=path, persist=False)
+    prepare_state(state, store, cfg)
+    return state
+
+
+@dataclass(slots=True)
+class StandaloneRecall:
+    """A recall state and the candidate index, reused across rounds of one process."""
+
+    store: SessionStore
+    cfg: MemoryConfig
+    state: RecallState
+    index: CandidateIndex | None = None
+
+    @classmethod
+    def open(cls, store: SessionStore, cfg: MemoryConfig) -> StandaloneRecall:
+        return cls(store, cfg, open_recall_state(store, cfg))
+
+    def candidate_index(self) -> CandidateIndex:
+        key = (self.store.version, index_params(self.cfg))
+        if self.index is None or self.index.version != key:
+            self.index = CandidateIndex(self.store.index, self.cfg, key)
+        return self.index
+
+    def next_turn(self) -> int:
+        """One past the newest turn a recalled entry was injected in, or past the round."""
+        newest = max((a.injected_turn for a in self.state.additions), default=0)
+        return max(newest, self.state.round) + 1
+
+
+def recall_once(
+    session: StandaloneRecall,
+    text: str,
+    *,
+    now_ms: int,
+    context_window: int | None,
+    turn: int | None = None,
+) -> RoundOutcome:
+    """Run one round for ``text`` and save the state; :func:`append_round_stats` next."""
+    store, cfg = session.store, session.cfg
+    outcome = run_round(
+        store,
+        session.candidate_index(),
+        session.state,
+        analyze_query(text, cfg),
+        cfg,
+        now_ms=now_ms,
+        turn=session.next_turn() if turn is None else turn,
+        session_key=store.session_id,
+        context_window=context_window,
+    )
+    session.state.save()
+    return outcome
+
+
+def append_round_stats(store: SessionStore, outcome: RoundOutcome, **extra: Any) -> None:
+    """Append the round's ``recall`` (with ``extra`` fields: ``contextTokens``,
+    ``elapsedMs``) and ``recall-block`` records."""
+    if outcome.ran:
+        store.append_stats({**outcome.recall_record, **extra})
+        store.append_stats(outcome.block_record)

@@ -1,0 +1,507 @@
+"""`rofmd engine …`: the memory engine on a memory directory, without a daemon.
+
+The reference's "独立运行引擎" (`node engine/cli.mjs init|compress|recall|list|report`).
+There is no model here, so `compress` writes folders `scored: true` with heuristic
+α and keywords (reference: "引擎/CLI 的启发式归档没有“当前模型”可用"). Do not point
+it at a session a running daemon is serving: one process owns a session directory.
+
+Common options: `--memory-root DIR` (default: where the daemon would put it:
+`storage.dir` of the user's config under the state directory, or `ROFMD_MEMORY_ROOT`),
+`--session ID` (default `cli`), `--config-dir DIR` (default: the daemon's). Exit codes:
+0 success, 1 bad arguments, unusable input or a store error (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from engine.config import ConfigFileError, MemoryConfig, load_config, resolve_memory_root
+from engine.store import SessionStore, StoreError, open_session, read_jsonl, safe_session_id
+from rofmd.stats_report import build_report, render_report
+
+__all__ = ["DEFAULT_SESSION", "DEFAULT_WINDOW", "CliError", "add_engine_parser", "archiver_version"]
+
+DEFAULT_SESSION = "cli"
+DEFAULT_WINDOW = 128_000
+
+
+class CliError(Exception):
+    """A bad argument or unusable input: printed as one line, exit 1."""
+
+
+def archiver_version() -> str:
+    """`archivedByVersion` of folders the engine CLI writes."""
+    from rofmd.version import version
+
+    return f"rofmd-{version()}"
+
+
+def _now_ms(args: argparse.Namespace) -> int:
+    fixed: int | None = getattr(args, "now_ms", None)
+    return fixed if fixed is not None else time.time_ns() // 1_000_000
+
+
+def _print_json(obj: Any) -> None:
+    sys.stdout.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+# ---- where things are -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Where:
+    """The config and memory root a command works on."""
+
+    cfg: MemoryConfig
+    root: Path
+
+    @property
+    def per_session(self) -> bool:
+        return bool(self.cfg.storage.per_session)
+
+    def open(self, session: str) -> SessionStore:
+        try:
+            return open_session(self.root, session, per_session=self.per_session)
+        except ValueError as exc:
+            raise CliError(f"session {session!r}: {exc}") from None
+
+    def sessions(self) -> list[str]:
+        """Session directories present (the root itself in the global layout)."""
+        if not self.per_session:
+            return [DEFAULT_SESSION] if self.root.is_dir() else []
+        base = self.root / "sessions"
+        if not base.is_dir():
+            return []
+        return sorted(p.name for p in base.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def locate(args: argparse.Namespace, environ: dict[str, str] | None = None) -> Where:
+    """Config (the daemon's layering) and memory root (the daemon's resolution)."""
+    from pydantic import ValidationError
+
+    from rofmd.settings import DaemonSettings
+
+    env = dict(os.environ if environ is None else environ)
+    overrides: dict[str, Any] = {}
+    if args.config_dir is not None:
+        overrides["config_dir"] = args.config_dir
+    if args.memory_root is not None:
+        overrides["memory_root"] = args.memory_root
+    try:
+        settings = DaemonSettings(**overrides)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first.get("loc", ()))
+        raise CliError(f"invalid setting {loc}: {first.get('msg')}") from None
+    try:
+        cfg = load_config(settings.config_dir, env).config
+    except ConfigFileError as exc:
+        raise CliError(f"config: {exc}") from None
+    root = resolve_memory_root(
+        cfg.storage.dir,
+        override=settings.memory_root,
+        state_dir=settings.state_dir,
+        home=Path(env.get("HOME") or Path.home()),
+    )
+    return Where(cfg, root.expanduser())
+
+
+def _session(args: argparse.Namespace) -> str:
+    raw: str | None = args.session
+    session = DEFAULT_SESSION if raw is None else raw
+    if not session.strip():
+        raise CliError("--session must not be empty")
+    return session
+
+
+# ---- init -----------------------------------------------------------------------------
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """Create the memory root and the session directory; say where they are."""
+    where = locate(args)
+    session = _session(args)
+    store = where.open(session)
+    store.dir.mkdir(parents=True, exist_ok=True)
+    out = {
+        "memoryRoot": str(where.root),
+        "session": session,
+        "sessionDir": str(store.dir),
+        "folders": len(store),
+    }
+    if args.json:
+        _print_json(out)
+    else:
+        print(f"memory root  {where.root}")
+        print(f"session      {session}  ({store.dir}, {len(store)} folders)")
+    return 0
+
+
+# ---- compress -------------------------------------------------------------------------
+
+
+def _read_conversation(path: Path) -> dict[str, Any]:
+    from engine.archive.standalone import conversation_errors
+
+    try:
+        data = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise CliError(f"{path}: invalid JSON: {exc.msg} (line {exc.lineno})") from None
+    errors = conversation_errors(doc)
+    if errors:
+        raise CliError(f"{path}: " + "; ".join(errors))
+    assert isinstance(doc, dict)
+    return doc
+
+
+def cmd_compress(args: argparse.Namespace) -> int:
+    """Archive the earliest share of a conversation file, scored heuristically."""
+    from engine.archive.standalone import archive_conversation
+
+    doc = _read_conversation(args.input)
+    used = args.used_percent if args.used_percent is not None else doc.get("usedPercent")
+    if used is None:
+        raise CliError("--used-percent is required (or give usedPercent in the input file)")
+    if not 0 <= float(used) <= 100:
+        raise CliError(f"the used percent must be within 0..100, got {used:g}")
+    if args.window <= 0:
+        raise CliError(f"--window must be a positive number of tokens, got {args.window}")
+    where = locate(args)
+    store = where.open(_session(args))
+    now = _now_ms(args)
+    result = archive_conversation(
+        store,
+        doc["messages"],
+        used_percent=float(used),
+        window=args.window,
+        now_ms=now,
+        cfg=where.cfg,
+        archiver_version=archiver_version(),
+    )
+    plan, commit = result.plan, result.commit
+    folders = []
+    if commit is not None and commit.ok:
+        planned = dict(zip(commit.folder_ids, plan.folders, strict=True))
+        for fid, folder in planned.items():
+            entry = store.get_entry(fid)
+            folders.append(
+                {
+                    "id": fid,
+                    "title": entry.title,
+                    "alpha": entry.alpha,
+                    "beta": entry.beta,
+                    "keywords": list(entry.keywords),
+                    "messages": len(folder.messages),
+                    "chars": folder.chars,
+                }
+            )
+    warnings = [w for _, w in plan.warnings] + ([w for _, w in commit.warnings] if commit else [])
+    out = {
+        "session": store.session_id,
+        "sessionDir": str(store.dir),
+        "outcome": plan.outcome if commit is None or commit.ok else "rolled-back",
+        "usedPercent": float(used),
+        "window": plan.window,
+        "percentBefore": round(plan.percent_before, 2),
+        "percentAfter": round(plan.percent_after, 2) if result.archived else None,
+        "archivedMessages": plan.archived_messages if result.archived else 0,
+        "seqRange": [plan.start_seq, plan.end_seq] if result.archived else None,
+        "note": plan.note if result.archived else None,
+        "folders": folders,
+        "warnings": warnings,
+    }
+    if args.json:
+        _print_json(out)
+    else:
+        _print_compress(out, where.cfg)
+    return 0 if commit is None or commit.ok else 1
+
+
+def _print_compress(out: dict[str, Any], cfg: MemoryConfig) -> None:
+    for w in out["warnings"]:
+        print(f"warning: {w}", file=sys.stderr)
+    if not out["folders"]:
+        reason = {
+            "below-trigger": f"{out['usedPercent']:g}% is not above compress.triggerPercent"
+            f" {cfg.compress.trigger_percent:g}%",
+            "rolled-back": "the commit failed and was rolled back",
+        }.get(out["outcome"], f"outcome {out['outcome']}")
+        print(f"nothing archived: {reason}")
+        return
+    lo, hi = out["seqRange"]
+    print(
+        f"archived {out['archivedMessages']} messages (seq {lo}..{hi}) into"
+        f" {len(out['folders'])} folders in {out['sessionDir']}"
+    )
+    print(f"context {out['percentBefore']:g}% -> ~{out['percentAfter']:g}% of {out['window']}")
+    for f in out["folders"]:
+        kws = ", ".join(f["keywords"][:6])
+        print(f"  {f['id']}  α {f['alpha']:.2f}  {f['chars']:>6} chars  {f['title']}  [{kws}]")
+    print(f"note: {out['note']}")
+
+
+# ---- recall ---------------------------------------------------------------------------
+
+
+def _context(pairs: Sequence[str]) -> tuple[int | None, int | None]:
+    values: dict[str, int] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or key not in ("token", "tokens", "window"):
+            raise CliError(f"--context takes token=N window=N, got {pair!r}")
+        try:
+            n = int(raw)
+        except ValueError:
+            raise CliError(f"--context {key} must be a whole number, got {raw!r}") from None
+        if n < 0:
+            raise CliError(f"--context {key} must not be negative, got {n}")
+        values["token" if key.startswith("token") else "window"] = n
+    return values.get("token"), values.get("window")
+
+
+def cmd_recall(args: argparse.Namespace) -> int:
+    """One deterministic recall round for a text; print the recall block."""
+    from engine.recall.standalone import StandaloneRecall, append_round_stats, recall_once
+
+    text = args.text.strip()
+    if not text:
+        raise CliError("--text must not be empty")
+    tokens, window = _context(args.context or [])
+    where = locate(args)
+    store = where.open(_session(args))
+    session = StandaloneRecall.open(store, where.cfg)
+    started = time.perf_counter()
+    outcome = recall_once(
+        session,
+        text,
+        now_ms=_now_ms(args),
+        context_window=window,
+    )
+    elapsed_ms = round((time.perf_counter() - started) * 1000, 3)
+    extra: dict[str, Any] = {"elapsedMs": elapsed_ms}
+    if tokens is not None:
+        extra["contextTokens"] = tokens
+    append_round_stats(store, outcome, **extra)
+    record = outcome.recall_record
+    out = {
+        "session": store.session_id,
+        "ran": outcome.ran,
+        "recalled": outcome.recalled,
+        "candidates": record.get("candidates", 0),
+        "addedChars": record.get("addedChars", 0),
+        "addedTokens": record.get("addedTokens", 0),
+        "contextTokens": tokens,
+        "contextWindow": window,
+        "elapsedMs": elapsed_ms,
+        "block": session.state.block,
+        "warnings": outcome.warnings,
+    }
+    if args.json:
+        _print_json(out)
+        return 0
+    for w in outcome.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if not outcome.ran:
+        print("recall is off (recall.firstGenMax is 0)")
+        return 0
+    share = ""
+    if tokens:
+        share = f" ({out['addedTokens'] * 100 / tokens:.2f}% of the {tokens}-token context)"
+    print(
+        f"recalled {len(outcome.recalled)} of {out['candidates']} candidates:"
+        f" +{out['addedChars']} chars, ~{out['addedTokens']} tokens{share}"
+    )
+    print(session.state.block if session.state.block else "(the recall block is empty)")
+    return 0
+
+
+# ---- list / report --------------------------------------------------------------------
+
+
+def _selected(args: argparse.Namespace, where: Where) -> list[str]:
+    if args.session is not None:
+        session = _session(args)
+        name = safe_session_id(session) if where.per_session else DEFAULT_SESSION
+        return [name] if name in where.sessions() else []
+    return where.sessions()
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """Folders per session: α, β, scored, rescorePending, pending."""
+    where = locate(args)
+    sessions: list[dict[str, Any]] = []
+    for name in _selected(args, where):
+        store = where.open(name)
+        folders = [
+            {
+                "id": e.id,
+                "alpha": e.alpha,
+                "beta": e.beta,
+                "scored": e.scored,
+                "rescorePending": e.rescorePending,
+                "pending": not e.scored,
+                "keywords": list(e.keywords),
+                "title": e.title,
+                "createdAt": e.createdAt,
+            }
+            for e in store.index
+        ]
+        sessions.append(
+            {
+                "session": name,
+                "dir": str(store.dir),
+                "folders": folders,
+                "pending": sum(1 for f in folders if f["pending"]),
+            }
+        )
+    if args.json:
+        _print_json({"memoryRoot": str(where.root), "sessions": sessions})
+        return 0
+    if not sessions:
+        print(f"no sessions under {where.root}")
+        return 0
+    for s in sessions:
+        print(
+            f"session {s['session']}  {len(s['folders'])} folders, {s['pending']} pending  {s['dir']}"
+        )
+        for f in s["folders"]:
+            flags = [
+                "scored" if f["scored"] else "PENDING",
+                *(["rescorePending"] if f["rescorePending"] else []),
+            ]
+            print(
+                f"  {f['id']}  α {f['alpha']:.2f}  β {f['beta']:+.1f}  {' '.join(flags):<9}"
+                f"  {f['title']}"
+            )
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """The §1.6 report over stats.jsonl of the selected sessions (default: all)."""
+    where = locate(args)
+    names = _selected(args, where)
+    records: list[dict[str, Any]] = []
+    for name in names:
+        store = where.open(name)
+        records.extend(read_jsonl(store.paths.stats))
+    rep = build_report(records)
+    rep = {"memoryRoot": str(where.root), "sessions": names, **rep}
+    if args.json:
+        _print_json(rep)
+    else:
+        print(f"memory root {where.root}  sessions: {', '.join(names) or 'none'}")
+        print(render_report(rep))
+    return 0
+
+
+# ---- parser ---------------------------------------------------------------------------
+
+
+def _guard(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return func(args)
+        except CliError as exc:
+            print(f"rofmd engine {args.engine_command}: {exc}", file=sys.stderr)
+            return 1
+        except (StoreError, OSError) as exc:
+            print(f"rofmd engine {args.engine_command}: {exc}", file=sys.stderr)
+            return 1
+
+    run.__doc__ = func.__doc__
+    return run
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments exit 1 (not argparse's 2) with the usage and one clear line."""
+
+    def error(self, message: str) -> Any:
+        self.print_usage(sys.stderr)
+        self.exit(1, f"{self.prog}: error: {message}\n")
+
+
+def _common(p: argparse.ArgumentParser, *, session_help: str) -> None:
+    p.add_argument("--memory-root", type=Path, help="memory directory (default: the daemon's)")
+    p.add_argument("--session", help=session_help)
+    p.add_argument("--config-dir", type=Path, help="directory of config.json / config.local.json")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--now-ms", type=int, help=argparse.SUPPRESS)
+
+
+def add_engine_parser(sub: argparse._SubParsersAction[Any]) -> None:
+    """Add `engine` (with init / compress / recall / list / report) to `sub`."""
+    saved = sub._parser_class
+    sub._parser_class = _Parser  # `rofmd engine` with a bad or missing command exits 1 too
+    try:
+        engine = sub.add_parser(
+            "engine",
+            help="run the memory engine on a memory directory, without a daemon",
+            description="The memory engine on a memory directory, without a daemon "
+            "(heuristic scoring: no model is involved).",
+        )
+    finally:
+        sub._parser_class = saved
+    cmds = engine.add_subparsers(
+        dest="engine_command", required=True, metavar="COMMAND", parser_class=_Parser
+    )
+    one = f"session id (default {DEFAULT_SESSION})"
+    every = "only this session (default: every session)"
+
+    p = cmds.add_parser("init", help="create the memory root and a session directory")
+    _common(p, session_help=one)
+    p.set_defaults(func=_guard(cmd_init))
+
+    p = cmds.add_parser(
+        "compress", help="archive the earliest share of a conversation.json (heuristic scores)"
+    )
+    _common(p, session_help=one)
+    p.add_argument(
+        "--input",
+        type=Path,
+        required=True,
+        help='{"messages": [{"role", "content"}], "usedPercent": N} ("-": stdin)',
+    )
+    p.add_argument(
+        "--used-percent",
+        type=float,
+        help="how full the context is, in %% of the window (default: the file's usedPercent)",
+    )
+    p.add_argument(
+        "--window",
+        type=int,
+        default=DEFAULT_WINDOW,
+        help=f"context window (default {DEFAULT_WINDOW})",
+    )
+    p.set_defaults(func=_guard(cmd_compress))
+
+    p = cmds.add_parser("recall", help="one deterministic recall round; print the recall block")
+    _common(p, session_help=one)
+    p.add_argument("--text", required=True, help="the user message to recall on")
+    p.add_argument(
+        "--context",
+        nargs="+",
+        metavar="KEY=N",
+        help="token=N (context tokens in use) window=N (context window)",
+    )
+    p.set_defaults(func=_guard(cmd_recall))
+
+    p = cmds.add_parser("list", help="folders per session: α, β, scored, rescorePending, pending")
+    _common(p, session_help=every)
+    p.set_defaults(func=_guard(cmd_list))
+
+    p = cmds.add_parser("report", help="the recall / archive report from stats.jsonl")
+    _common(p, session_help=every)
+    p.set_defaults(func=_guard(cmd_report))
