@@ -367,3 +367,47 @@ def test_no_context_is_no_archive(daemon: DaemonProcess) -> None:
     assert res["compaction"] is None
     assert os.path.exists(daemon.memory_root)
     c.close()
+
+
+def _current_turn_only(size: int = 6000) -> Surface:
+    s = Surface()
+    s.system()
+    s.user("请读取这个很大的日志文件并总结。")
+    s.assistant("读取中。", [("call-big", "read_file", '{"path":"big.log"}')])
+    s.tool("call-big", "日志行 " * size)
+    return s
+
+
+def _hard_stop_run(d: DaemonProcess, sid: str) -> list[dict[str, Any]]:
+    c = connect(d)
+    answers = []
+    s = _current_turn_only()
+    for step in (1, 2):  # two pressure episodes that cannot get below 95%
+        answers.append(
+            result(c.call(step, "agent/pre-step", params(s, sid, percent=97, step=step)))
+        )
+    # a later, archivable surface: older turns before a new current turn
+    later = conversation(turns=12, size=400)
+    later.user("新的问题")
+    answers.append(result(c.call(3, "agent/pre-step", params(later, sid, percent=97, step=3))))
+    c.close()
+    return answers
+
+
+def test_hard_limit_stop_after_two_pressure_episodes(daemon: DaemonProcess) -> None:
+    first, second, later = _hard_stop_run(daemon, "hard-stop")
+    assert first["compaction"] is None and second["compaction"] is None
+    assert not any("hardLimitPercent" in w for w in first["warnings"])
+    assert any("compress.hardLimitPercent 95%" in w for w in second["warnings"])
+    # stopped: no retry on every pre-step, even when a cut would now be possible
+    assert later["compaction"] is None
+    assert not session_dir(daemon, "hard-stop").joinpath("index.json").exists() or not any(
+        p.name.startswith("mem-") for p in session_dir(daemon, "hard-stop").iterdir()
+    )
+
+
+def test_hard_limit_stop_switch_off_keeps_trying() -> None:
+    with running_daemon(config={"compress": {"hardLimitStop": False}}) as d:
+        first, second, later = _hard_stop_run(d, "no-hard-stop")
+        assert not any("hardLimitPercent" in w for w in first["warnings"] + second["warnings"])
+        assert later["compaction"] is not None and later["compaction"]["folders"]
