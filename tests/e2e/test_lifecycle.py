@@ -284,3 +284,61 @@ def test_cli_status_reload_and_doctor() -> None:
         env=env,
     )
     assert out.returncode == 1 and "hint:" in out.stderr
+
+
+def test_sigterm_while_archiving_leaves_every_store_consistent() -> None:
+    from engine.store import open_session
+    from tests.archive_fixtures import Surface, pre_step_params
+
+    caps = {"tokenMeter": True, "systemPrompt": True, "tools": True, "attachments": True}
+    with running_daemon(env={"ROFMD_SHUTDOWN_DEADLINE": "5"}) as d:
+        stop = threading.Event()
+        archived = [0]
+        errors: list[BaseException] = []
+
+        def archiver(n: int) -> None:
+            try:
+                s = LineSocket(d.socket_path, timeout=30)
+                s.call(0, "initialize", {"protocolVersion": 1, "capabilities": caps})
+                i = 0
+                while not stop.is_set():
+                    surf = Surface()
+                    surf.system()
+                    for t in range(26):  # ~19k tokens: 80% of a window above the small-window guard
+                        surf.turn_pair(t, 300)
+                    p = pre_step_params(surf, session=f"arc-{n}-{i}", percent=80)
+                    s.send(request_line(i + 1, "agent/pre-step", p))
+                    line = s.recv_line()
+                    if line is None:
+                        return
+                    if b'"folders"' in line:
+                        archived[0] += 1
+                    i += 1
+            except OSError:
+                return
+            except BaseException as exc:  # surfaced below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=archiver, args=(n,)) for n in range(4)]
+        for t in threads:
+            t.start()
+        _wait_for(lambda: archived[0] >= 6, timeout=60)
+        d.proc.send_signal(signal.SIGTERM)
+        code = d.proc.wait(timeout=30)
+        stop.set()
+        for t in threads:
+            t.join(timeout=30)
+        log = d.log_text()
+        assert code == 0, log[-3000:]
+        assert not errors, errors
+        assert "Traceback" not in log, log[-3000:]
+        sessions = sorted((d.memory_root / "sessions").iterdir())
+        assert len(sessions) >= 6
+        for sdir in sessions:
+            store = open_session(d.memory_root, sdir.name)
+            report = store.load_report
+            # nothing half-written: no incomplete folder removed, no corrupt folder,
+            # and the index names exactly the folders on disk
+            assert not report.removed_incomplete and not report.corrupt_folders, sdir.name
+            on_disk = sorted(p.name for p in sdir.iterdir() if p.name.startswith("mem-"))
+            assert sorted(e.id for e in store.index) == on_disk, sdir.name
