@@ -65,80 +65,6 @@ class ImageRef(BaseModel):
     attachmentId: str | None = None
 
 
-class FolderMeta(BaseModel):
-    """``mem-…/meta.json``: everything about one memory folder except its text.
-
-    Times are epoch milliseconds. ``alphaSource`` / ``betaSource`` /
-    ``keywordsSource`` are the reference's "three sources" (``pending`` /
-    ``llm`` / ``heuristic``). The v1.4.0+ provenance, event-time, era and tag
-    fields are optional.
-    """
-
-    model_config = _CONFIG
-
-    id: str
-    createdAt: int
-    alpha: float = 0.0
-    beta: float = 0.0
-    scored: bool = True
-    rescorePending: bool = False
-    keywords: list[str] = []
-    title: str = ""
-    alphaSource: str | None = None
-    betaSource: str | None = None
-    keywordsSource: str | None = None
-    pendingSince: int | None = None
-    judgedAt: int | None = None
-    reason: str | None = None
-    scoreMode: str | None = None
-    archivedByVersion: str | None = None
-    archivedFrom: str | None = None
-    pendingEra: str | None = None
-    eventStart: int | None = None
-    eventEnd: int | None = None
-    eventTimeSource: str | None = None
-    event: str | None = None
-    events: list[str] | None = None
-    eventSource: str | None = None
-    eventAt: int | None = None
-    locations: list[str] | None = None
-    persons: list[str] | None = None
-    timeTags: list[dict[str, Any]] | None = None
-    timeTagSource: str | None = None
-    images: list[ImageRef] | None = None
-    idempotencyKey: str | None = None
-
-
-INDEX_FIELDS: tuple[str, ...] = (
-    "id",
-    "createdAt",
-    "alpha",
-    "beta",
-    "scored",
-    "rescorePending",
-    "keywords",
-    "title",
-    "pendingSince",
-    "pendingEra",
-    "scoreMode",
-    "archivedByVersion",
-    "archivedFrom",
-    "eventStart",
-    "eventEnd",
-    "eventTimeSource",
-    "event",
-    "events",
-    "eventSource",
-    "eventAt",
-    "locations",
-    "persons",
-    "timeTags",
-    "timeTagSource",
-    "idempotencyKey",
-)
-"""Meta fields mirrored into ``index.json`` (what recall reads without disk I/O)."""
-
-
 class IndexEntry(BaseModel):
     """One entry of ``index.json``: the recall-relevant subset of a meta."""
 
@@ -169,6 +95,28 @@ class IndexEntry(BaseModel):
     timeTags: list[dict[str, Any]] | None = None
     timeTagSource: str | None = None
     idempotencyKey: str | None = None
+
+
+class FolderMeta(IndexEntry):
+    """``mem-…/meta.json``: everything about one memory folder except its text.
+
+    A meta is its index entry plus what recall never needs without reading the
+    folder. Times are epoch milliseconds. ``alphaSource`` / ``betaSource`` /
+    ``keywordsSource`` are the reference's "three sources" (``pending`` /
+    ``llm`` / ``heuristic``). The v1.4.0+ provenance, event-time, era and tag
+    fields are optional.
+    """
+
+    alphaSource: str | None = None
+    betaSource: str | None = None
+    keywordsSource: str | None = None
+    judgedAt: int | None = None
+    reason: str | None = None
+    images: list[ImageRef] | None = None
+
+
+INDEX_FIELDS: tuple[str, ...] = tuple(IndexEntry.model_fields)
+"""Meta fields mirrored into ``index.json`` (what recall reads without disk I/O)."""
 
 
 def index_row_from_meta(meta: FolderMeta, previous: dict[str, Any] | None = None) -> dict[str, Any]:
