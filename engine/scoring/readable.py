@@ -65,8 +65,10 @@ def _message(raw: Mapping[str, Any]) -> Mapping[str, Any]:
     return raw
 
 
-def _texts(content: Any) -> Iterator[str]:
-    """The text parts of a content value (string, or text blocks only)."""
+def _texts(content: Any, *, everything: bool = False) -> Iterator[str]:
+    """The text parts of a content value: a string, or its text blocks; with
+    `everything`, every text-ish part too (tool output, tool calls), for the
+    no-conversation fallback."""
     if isinstance(content, str):
         yield content
         return
@@ -75,29 +77,19 @@ def _texts(content: Any) -> Iterator[str]:
     for block in content:
         if isinstance(block, str):
             yield block
-        elif isinstance(block, Mapping) and block.get("type", "text") == "text":
-            text = block.get("text")
-            if isinstance(text, str):
-                yield text
-
-
-def _all_texts(content: Any) -> Iterator[str]:
-    """Every text-ish part, tool output included (for the no-conversation fallback)."""
-    if isinstance(content, str):
-        yield content
-        return
-    if not isinstance(content, Sequence):
-        return
-    for block in content:
-        if isinstance(block, str):
-            yield block
-        elif isinstance(block, Mapping):
+        elif not isinstance(block, Mapping):
+            continue
+        elif everything:
             for key in ("text", "output", "result"):
                 value = block.get(key)
                 if isinstance(value, str):
                     yield value
             if block.get("type") == "tool-call":
                 yield f"[tool-call {block.get('name', '')}]"
+        elif block.get("type", "text") == "text":
+            text = block.get("text")
+            if isinstance(text, str):
+                yield text
 
 
 def _rows(value: Any, depth: int = 0) -> list[str] | None:
@@ -234,7 +226,9 @@ def flat_text(messages: Sequence[Mapping[str, Any]]) -> str:
     for raw in messages:
         if isinstance(raw, Mapping):
             msg = _message(raw)
-            parts.extend(t.strip() for t in _all_texts(msg.get("content")) if t.strip())
+            parts.extend(
+                t.strip() for t in _texts(msg.get("content"), everything=True) if t.strip()
+            )
     return to_well_formed("\n".join(parts))
 
 
