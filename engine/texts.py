@@ -101,6 +101,9 @@ RECALL_WEEKDAYS = ("周一", "周二", "周三", "周四", "周五", "周六", "
 """Weekday names for computeDates (Monday first, as datetime.weekday())."""
 
 RECALL_IMAGE_MISSING = "（缺失）"
+# §1.7 step 4: an archived image placeholder with its absolute path, in the
+# punctuation style of the placeholder it expands (full-width or ASCII).
+RECALL_IMAGE_EXPANDED = "[图片{colon}{open_}{name}{comma}文件{colon}{path}{close}]"
 """Appended to an expanded image placeholder whose file is gone (§1.7 step 4)."""
 
 RECALL_EMPTY_HINT = (

@@ -43,6 +43,7 @@ from engine.texts import (
     RECALL_BLOCK_PREAMBLE,
     RECALL_BLOCK_TIME_RULE,
     RECALL_ENTRY_HEADING,
+    RECALL_IMAGE_EXPANDED,
     RECALL_IMAGE_MISSING,
     RECALL_KEYWORD_SEPARATOR,
     RECALL_TAG_EVENTS,
@@ -180,7 +181,9 @@ def expand_images(text: str, image_path: Callable[[str], Path | None]) -> str:
         path = image_path(name)
         if path is None:
             return m.group(0)
-        out = f"[图片{colon}{open_}{name}{comma}文件{colon}{path}{close}]"
+        out = RECALL_IMAGE_EXPANDED.format(
+            colon=colon, open_=open_, name=name, comma=comma, path=path, close=close
+        )
         if not path.exists():
             out += RECALL_IMAGE_MISSING
         return out
