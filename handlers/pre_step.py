@@ -40,6 +40,7 @@ from handlers.archive_state import PendingArchive
 from handlers.context import RequestContext
 from handlers.errors import HandlerError, invalid_params
 from handlers.params import Session, Wire
+from handlers.recall_state import ensure_recall_state
 from handlers.scoring_policy import archive_gate
 from handlers.sections import sections_answer
 from handlers.sessions import SessionState
@@ -116,6 +117,10 @@ ARCHIVER_VERSION = _archiver_version()
 async def pre_step(app: App, params: PreStepParams, ctx: RequestContext) -> dict[str, Any]:
     """Archive when the context is over the trigger; answer the compaction and sections."""
     state = await app.sessions.get(params.session.id)
+    # pass 0 shrinks the recall block: make sure a block persisted before a restart is
+    # loaded before the plan looks at it
+    if state.recall is None:
+        await ensure_recall_state(app, state)
     state.last_turn = params.turn
     if params.context is not None and params.context.contextWindow:
         # the window the recall caps and the task budget are sized by

@@ -118,3 +118,37 @@ def test_no_system_prompt_no_recall() -> None:
             s.close()
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_first_pre_step_after_restart_rearchives_the_restored_block() -> None:
+    """A block restored from recall-state.json is seen by pass 0 even when the first
+    request after a restart is a pre-step (not an inbox message or prompt/sections)."""
+    from tests.archive_fixtures import Surface, pre_step_params
+
+    base = short_tmpdir()
+    try:
+        ids = _seed(base / "mem")
+        with running_daemon(base=base) as d:
+            s = LineSocket(d.socket_path)
+            s.call(1, "initialize", {"protocolVersion": 1, "capabilities": CAPS})
+            assert _inbox(s, 2, _msg("m1", "星港项目的网关端口是多少？"))["recalled"] == [ids[0]]
+            s.close()
+        surf = Surface()
+        surf.system()
+        for t in range(30):
+            surf.turn_pair(t, 300)
+        params = pre_step_params(surf, session=SESSION, percent=70)
+        params["turn"] = 40  # a later turn: the block's addition is no longer protected
+        with running_daemon(base=base) as d:
+            s = LineSocket(d.socket_path)
+            s.call(1, "initialize", {"protocolVersion": 1, "capabilities": CAPS})
+            answer = s.call(2, "agent/pre-step", params)["result"]
+            s.close()
+        assert answer["compaction"] is not None
+        stats = base / "mem" / "sessions" / SESSION / "stats.jsonl"
+        records = [orjson.loads(line) for line in stats.read_bytes().splitlines()]
+        rearchive = [r for r in records if r["type"] == "rearchive"]
+        assert rearchive and rearchive[-1]["removedIds"] == [ids[0]]
+        assert answer["sections"][0]["text"] == ""  # the block was emptied
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
