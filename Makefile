@@ -15,8 +15,11 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# Try it: the daemon on the packaged default config, with a repo-local memory root
+# (.run/), plays the demo against itself once serving, then keeps serving.
 run: $(STAMP)
-	$(BIN)/rofmd serve --log-format console
+	$(BIN)/rofmd serve --demo --log-format console --log-level warning \
+		--config-dir .run/config --memory-root .run/memory
 
 demo: $(STAMP)
 	$(BIN)/rofmd demo

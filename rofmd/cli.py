@@ -56,6 +56,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     configure_logging(settings.log_format, settings.log_level)
     # Memory holds whole conversations: files 0600, directories 0700, whatever the shell's umask.
     os.umask(0o077)
+    if args.demo:
+        from rofmd.demo import demo_on_running_daemon
+
+        return serve(settings, lambda s: demo_on_running_daemon(s.socket_path))
     return serve(settings)
 
 
@@ -193,6 +197,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--sessions-dir", type=Path, help="DSH session logs to tail")
     serve.add_argument("--log-format", choices=("json", "console", "auto"))
     serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+    serve.add_argument(
+        "--demo",
+        action="store_true",
+        help="once serving, play the demo conversation against this daemon (session "
+        "demo-session) and keep serving",
+    )
     serve.set_defaults(func=cmd_serve)
 
     status = sub.add_parser("status", help="show a running daemon's status")

@@ -14,7 +14,7 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -246,8 +246,12 @@ class Daemon:
             f"{self.config.generation}; {len(self.connections)} connections"
         )
 
-    async def run(self) -> int:
-        """Serve until SIGTERM/SIGINT; return the exit code."""
+    async def run(self, on_ready: Callable[[], Coroutine[Any, Any, None]] | None = None) -> int:
+        """Serve until SIGTERM/SIGINT; return the exit code.
+
+        `on_ready` runs as a task once the daemon serves (`serve --demo` plays the demo
+        against it); shutdown cancels it like any other task.
+        """
         shutdown = self._shutdown = anyio.Event()
         watcher_done = anyio.Event()
         if not self.settings.watch_config:
@@ -280,6 +284,8 @@ class Daemon:
                             version=version(),
                         )
                         self.notifier.ready(self._status_line())
+                        if on_ready is not None:
+                            root.start_soon(on_ready)
                         await shutdown.wait()
                         self.notifier.stopping()
                         await self._drain(conns)
@@ -318,11 +324,17 @@ class Daemon:
             self._shutdown.set()
 
 
-def serve(settings: DaemonSettings) -> int:
+def serve(
+    settings: DaemonSettings,
+    on_ready: Callable[[DaemonSettings], Coroutine[Any, Any, None]] | None = None,
+) -> int:
     """Run a daemon to completion; StartupError becomes a one-line message, exit 1."""
     try:
         daemon = Daemon(settings)
-        return anyio.run(daemon.run)
+        if on_ready is None:
+            return anyio.run(daemon.run)
+        hook = on_ready
+        return anyio.run(lambda: daemon.run(lambda: hook(settings)))
     except StartupError as exc:
         log.error("rofmd cannot start", reason=str(exc))
         return 1

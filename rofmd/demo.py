@@ -94,12 +94,14 @@ def _png(width: int = 4, height: int = 4) -> bytes:
     )
 
 
-async def play(client: RofmdClient, script: Script, media_dir: Path) -> dict[str, Any]:
-    """Play the script through `client`; return everything that happened."""
+async def play(
+    client: RofmdClient, script: Script, media_dir: Path, session_id: str = DEMO_SESSION
+) -> dict[str, Any]:
+    """Play the script through `client` as session `session_id`; return what happened."""
     init = await client.initialize(host={"name": "rofmd-demo", "version": "1"})
     sim = HostSim(
         client,
-        {"id": DEMO_SESSION, "cwd": "/home/dev/starport"},
+        {"id": session_id, "cwd": "/home/dev/starport"},
         script.context_window,
         scorer=scripted_scorer,
     )
@@ -266,3 +268,28 @@ async def _with_private_daemon(work: Path, media: Path) -> dict[str, Any]:
         result = await play(client, demo_script(), media)
     result["memoryRoot"] = str(settings.memory_root)
     return result
+
+
+async def demo_on_running_daemon(socket: Path, out: TextIO = sys.stdout) -> None:
+    """`rofmd serve --demo`: play the demo against the daemon that just started, print
+    the story, and leave the daemon serving. A failing demo is reported, not fatal."""
+    import structlog
+
+    work = Path(tempfile.mkdtemp(prefix="rofmd-demo-", dir="/tmp"))
+    try:
+        media = work / "media"
+        media.mkdir()
+        # a fresh session each time, so a second `make run` tells the same story
+        session_id = f"{DEMO_SESSION}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
+        async with RofmdClient.connect(socket) as client:
+            result = await play(client, demo_script(), media, session_id)
+        render(result, out)
+        out.write(
+            f"\nthe daemon keeps serving on {socket}; try `rofmd status` in another terminal, "
+            "Ctrl-C to stop\n"
+        )
+        out.flush()
+    except Exception:  # noqa: BLE001 - the demo must never take the daemon down
+        structlog.get_logger("rofmd.demo").exception("demo failed; the daemon keeps serving")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 MIB = 1024 * 1024
@@ -75,3 +75,10 @@ class DaemonSettings(BaseSettings):
     shutdown_deadline: float = Field(default=10.0, ge=0)
     watch_config: bool = True
     debug_methods: bool = False
+
+    @field_validator("socket_path", "config_dir", "memory_root", "state_dir", "sessions_dir")
+    @classmethod
+    def _absolute(cls, value: Path | None) -> Path | None:
+        """Paths are fixed at start (`~` expanded, made absolute): the daemon's behaviour
+        and `status` must not depend on a working directory."""
+        return None if value is None else value.expanduser().absolute()

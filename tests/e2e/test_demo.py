@@ -32,3 +32,22 @@ def test_demo_json_shows_archive_scoring_and_recall() -> None:
         assert answer["expect"] in answer["block"]
         assert answer["block"].startswith("## 记忆回忆")
     assert result["seconds"] < 30
+
+
+def test_serve_demo_plays_against_itself_and_keeps_serving() -> None:
+    import time
+
+    from tests.e2e.harness import LineSocket, running_daemon
+
+    with running_daemon(args=["--demo"]) as d:
+        deadline = time.monotonic() + 30
+        while "keeps serving" not in d.log_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        log = d.log_text()
+        assert "4/4 questions answered from memory" in log, log[-3000:]
+        s = LineSocket(d.socket_path)
+        status = s.call(1, "status")["result"]
+        assert status["pid"] == d.proc.pid and status["sessionsLoaded"] >= 1
+        s.close()
+        sessions = [p.name for p in (d.memory_root / "sessions").iterdir()]
+        assert len(sessions) == 1 and sessions[0].startswith("demo-session-")
