@@ -46,12 +46,23 @@ async def ensure_recall_state(app: App, state: SessionState) -> RecallState:
 
 
 def candidate_index(state: SessionState, cfg: MemoryConfig) -> CandidateIndex:
-    """The in-memory index for the store's current version (blocking; call in a thread)."""
+    """The in-memory index for the store's current version (blocking; call in a thread).
+
+    Cached per (store identity, store version, index parameters). When only the version
+    moved (archive commit, judge, rollback), the cached index is updated in place, which
+    gives the index a fresh build would (`CandidateIndex.update`); a large change or
+    other parameters rebuild it.
+    """
     store = state.store
     key = (id(store), store.version, index_params(cfg))
     cached = state.recall_index
     if isinstance(cached, CandidateIndex) and cached.version == key:
         return cached
-    index = CandidateIndex(store.index, cfg, key)
+    # never leave a half-updated index in the cache if the update raises
+    state.recall_index = None
+    if isinstance(cached, CandidateIndex) and cached.update(store.index, cfg, key):
+        index = cached
+    else:
+        index = CandidateIndex(store.index, cfg, key)
     state.recall_index = index
     return index

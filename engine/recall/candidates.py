@@ -19,6 +19,14 @@ entries; a query then costs dictionary lookups, not a scan:
 
 A *seed* is one query keyword (or one category class) with its posting: the folders
 it hits. Rare seeds (posting length ≤ τ) drive the rareHigh and lowProbe lanes.
+
+Incremental update (`CandidateIndex.update`): a store change (archive commit, judge,
+rollback) is applied in place instead of rebuilding. The result is the index a fresh
+build over the same entries gives: folder numbers are positions among the scored
+entries in index order (legacy walks candidates in that order), postings are sorted
+folder numbers, `by_id`, category postings and the longest key length are the same.
+Only key ids (internal, never observable: `_keys_for` returns a set of them) may
+differ. See `update` for the diff.
 """
 
 from __future__ import annotations
@@ -26,8 +34,12 @@ from __future__ import annotations
 import math
 import re
 from array import array
+from bisect import bisect_left, insort
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import compress, count
+from operator import is_not
 from typing import Any
 
 from engine.config import MemoryConfig
@@ -90,6 +102,40 @@ def _bigrams(key: str) -> set[str]:
     return {key[i : i + 2] for i in range(len(key) - 1)}
 
 
+def _signature(entry: Any) -> tuple[Any, ...]:
+    """The fields of an index entry the index reads, as they are (cheap to build).
+
+    Equal signatures give an equal `Folder`, keys, title and category classes: the
+    fields are compared by value, and a zero α / β by its repr as well (0.0 == -0.0,
+    but they are different floats).
+    """
+    a, b = entry.alpha, entry.beta
+    return (
+        entry.id,
+        a or repr(a),
+        b or repr(b),
+        entry.createdAt,
+        tuple(entry.keywords or ()),
+        entry.title,
+    )
+
+
+def _make_folder(entry: Any) -> Folder:
+    return Folder(
+        entry.id,
+        float(entry.alpha),
+        float(entry.beta or 0.0),
+        int(entry.createdAt),
+        tuple(str(k) for k in (entry.keywords or ())),
+    )
+
+
+def _first_other(a: Iterable[Any], b: Iterable[Any], default: int) -> int:
+    """Index of the first position where `a` and `b` hold different objects (at C
+    speed), else `default`."""
+    return next(compress(count(), map(is_not, a, b)), default)
+
+
 class CandidateIndex:
     """Postings by match key, a bigram index over the keys, and category postings."""
 
@@ -106,48 +152,41 @@ class CandidateIndex:
         self._postings: list[array[int]] = []
         self._bigram: dict[str, array[int]] = {}
         self._max_key = 0
+        # for `update`: the indexed entries and titles by folder number, key lengths,
+        # key ids freed by keys that lost their last folder
+        self._entries: list[Any] = []
+        self._titles: list[str] = []
+        self._key_lens: Counter[int] = Counter()
+        self._free_kids: list[int] = []
         fold = self._fold
-        titles: list[str] = []
+        titles = self._titles
+        indexed = self._entries
         for entry in entries:
             if entry.scored is False:
                 continue
+            indexed.append(entry)
             titles.append(str(entry.title or ""))
             n = len(self.folders)
-            kws = tuple(str(k) for k in (entry.keywords or ()))
-            self.folders.append(
-                Folder(
-                    entry.id,
-                    float(entry.alpha),
-                    float(entry.beta or 0.0),
-                    int(entry.createdAt),
-                    kws,
-                )
-            )
+            folder = _make_folder(entry)
+            self.folders.append(folder)
             self.by_id[entry.id] = n
             seen: set[int] = set()
-            for kw in kws:
+            for kw in folder.keywords:
                 key = match_key(kw, expand_latin_case=fold)
                 if not key:
                     continue
                 kid = self._key_ids.get(key)
                 if kid is None:
-                    kid = len(self._keys)
-                    self._key_ids[key] = kid
-                    self._keys.append(key)
-                    self._postings.append(array("i"))
-                    self._max_key = max(self._max_key, len(key))
-                    for bg in _bigrams(key):
-                        arr = self._bigram.get(bg)
-                        if arr is None:
-                            arr = self._bigram[bg] = array("i")
-                        arr.append(kid)
+                    kid = self._new_key(key)
                 if kid not in seen:
                     seen.add(kid)
                     self._postings[kid].append(n)
+        self._unique_ids = len(self.by_id) == len(self.folders)
         self.categories: dict[str, set[int]] = {}
         self._category_words: dict[str, list[str]] = {}
         self._category_re: re.Pattern[str] | None = None
         cm = cfg.recall.category_match
+        self._alpha_min = cm.alpha_min
         if cm.enabled and cm.classes:
             for name, cls in sorted(cm.classes.items()):
                 for word in cls.words:
@@ -159,14 +198,229 @@ class CandidateIndex:
                 self._category_re = re.compile("(?=(" + "|".join(map(re.escape, alts)) + "))")
         if self._category_re is not None:
             for n, folder in enumerate(self.folders):
-                if folder.alpha < cm.alpha_min:
-                    continue
-                title = titles[n]
-                text = "\x00".join(match_key(k, expand_latin_case=fold) for k in folder.keywords)
-                if title:
-                    text += "\x00" + match_key(title, expand_latin_case=fold)
-                for name in self._classes_in(text):
+                for name in self._folder_classes(folder, titles[n]):
                     self.categories.setdefault(name, set()).add(n)
+
+    def _new_key(self, key: str) -> int:
+        if self._free_kids:
+            kid = self._free_kids.pop()
+            self._keys[kid] = key
+        else:
+            kid = len(self._keys)
+            self._keys.append(key)
+            self._postings.append(array("i"))
+        self._key_ids[key] = kid
+        self._key_lens[len(key)] += 1
+        self._max_key = max(self._max_key, len(key))
+        for bg in _bigrams(key):
+            arr = self._bigram.get(bg)
+            if arr is None:
+                arr = self._bigram[bg] = array("i")
+            arr.append(kid)
+        return kid
+
+    def _drop_key(self, kid: int) -> None:
+        """Forget a key whose posting became empty (a fresh build would not have it)."""
+        key = self._keys[kid]
+        del self._key_ids[key]
+        self._keys[kid] = ""
+        self._free_kids.append(kid)
+        for bg in _bigrams(key):
+            arr = self._bigram[bg]
+            arr.remove(kid)
+            if not arr:
+                del self._bigram[bg]
+        lens = self._key_lens
+        lens[len(key)] -= 1
+        if not lens[len(key)]:
+            del lens[len(key)]
+            if len(key) == self._max_key:
+                self._max_key = max(lens, default=0)
+
+    def _folder_kids(self, folder: Folder) -> set[int]:
+        fold = self._fold
+        out: set[int] = set()
+        for kw in folder.keywords:
+            key = match_key(kw, expand_latin_case=fold)
+            if key:
+                out.add(self._key_ids[key])
+        return out
+
+    def _folder_classes(self, folder: Folder, title: str) -> list[str]:
+        if self._category_re is None or folder.alpha < self._alpha_min:
+            return []
+        fold = self._fold
+        text = "\x00".join(match_key(k, expand_latin_case=fold) for k in folder.keywords)
+        if title:
+            text += "\x00" + match_key(title, expand_latin_case=fold)
+        return self._classes_in(text)
+
+    # -- incremental update ------------------------------------------------------
+    def update(
+        self,
+        entries: Iterable[Any],
+        cfg: MemoryConfig,
+        version: Any = None,
+        *,
+        max_changes: float = 0.2,
+    ) -> bool:
+        """Bring the index to `entries` in place, as `CandidateIndex(entries, cfg)` would
+        build it. False (and the index untouched) when a fresh build is due instead:
+        other index parameters, duplicate folder ids, an order that is not the old one
+        with folders inserted / removed, or more than `max_changes` × N folders added,
+        removed or changed.
+
+        Entries are values: an entry that is the very object indexed before is taken as
+        unchanged (the store's `IndexEntry` is a frozen model, replaced on every change,
+        never edited in place). The diff walks the old and new scored entries, skipping
+        runs of identical objects at C speed; at a difference, a new id is an added
+        folder, an old id further on means the old folders before it were removed, the
+        same id with other indexed fields (`_signature`) is a changed folder (removed
+        and added again), else it is kept. Kept folders keep their relative order (the
+        store's index order is stable; anything else falls back), so their numbers
+        shift by the insertions and removals before them: postings and category sets
+        are renumbered from the first shifted folder on, by a monotone map, so postings
+        stay sorted. Then the added folders are inserted at their new numbers.
+        """
+        if index_params(cfg) != self.params or not self._unique_ids:
+            return False
+        new = [e for e in entries if e.scored is not False]
+        old = self._entries
+        lo, ho = len(old), len(new)
+        p = _first_other(old, new, min(lo, ho))
+        if p == lo == ho:
+            self._entries = new
+            self.version = version
+            return True
+        s = _first_other(reversed(old), reversed(new), min(lo, ho) - p)
+        s = min(s, min(lo, ho) - p)
+        old_end, new_end = lo - s, ho - s
+        # walk the middle old[p:old_end] -> new[p:new_end]
+        runs: list[tuple[int, int, int]] = []  # kept (old start, old stop, new start)
+        added: list[int] = []
+        removed: list[int] = []
+        added_ids: set[str] = set()
+        changed = 0
+        by_id = self.by_id
+        i = j = p
+        while j < new_end:
+            t = _first_other(
+                map(old.__getitem__, range(i, old_end)),
+                map(new.__getitem__, range(j, new_end)),
+                min(old_end - i, new_end - j),
+            )
+            if t:
+                runs.append((i, i + t, j))
+                i += t
+                j += t
+                if j >= new_end:
+                    break
+            entry = new[j]
+            fid = entry.id
+            n = by_id.get(fid)
+            if n is None:
+                if fid in added_ids:
+                    return False  # duplicate id
+                added_ids.add(fid)
+                added.append(j)
+            elif n < i or n >= old_end:
+                return False  # reordered, or a duplicate of a folder seen or kept
+            else:
+                removed.extend(range(i, n))
+                if _signature(old[n]) == _signature(entry):
+                    runs.append((n, n + 1, j))
+                else:
+                    removed.append(n)
+                    added.append(j)
+                    changed += 1
+                i = n + 1
+            j += 1
+        removed.extend(range(i, old_end))
+        if len(removed) + len(added) - changed > max_changes * max(lo, ho, 1):
+            return False
+        if s:
+            runs.append((old_end, lo, new_end))
+
+        # 1. take the removed (and changed) folders out of the postings
+        postings = self._postings
+        for n in removed:
+            folder = self.folders[n]
+            for kid in self._folder_kids(folder):
+                arr = postings[kid]
+                del arr[bisect_left(arr, n)]
+                if not arr:
+                    self._drop_key(kid)
+            for name in self._folder_classes(folder, self._titles[n]):
+                members = self.categories[name]
+                members.discard(n)
+                if not members:
+                    del self.categories[name]
+        # 2. renumber the kept folders from the first one that moved
+        remap: list[int] = [-1] * (lo - p)  # old number - p -> new number
+        start = lo
+        for i0, i1, j0 in runs:
+            remap[i0 - p : i1 - p] = range(j0, j0 + i1 - i0)
+            if j0 != i0 and start == lo:
+                start = i0
+        if start < lo:
+            tail = [n for n in range(start, lo) if remap[n - p] >= 0]
+            if len(tail) * 4 < len(self._key_ids):
+                kids: Iterable[int] = {k for n in tail for k in self._folder_kids(self.folders[n])}
+            else:
+                kids = range(len(postings))
+            for kid in kids:
+                arr = postings[kid]
+                i = bisect_left(arr, start)
+                if i < len(arr):
+                    arr[i:] = array("i", [remap[x - p] for x in arr[i:]])
+            for members in self.categories.values():
+                moved = [x for x in members if x >= start]
+                if moved:
+                    members.difference_update(moved)
+                    members.update(remap[x - p] for x in moved)
+        # 3. folders, titles, entries, ids
+        pieces: list[tuple[int, int, int]] = sorted(
+            [(j0, i0, i1) for i0, i1, j0 in runs if i0 < old_end] + [(m, -1, -1) for m in added]
+        )
+        mid_folders: list[Folder] = []
+        mid_titles: list[str] = []
+        for m, i0, i1 in pieces:
+            if i0 >= 0:
+                mid_folders += self.folders[i0:i1]
+                mid_titles += self._titles[i0:i1]
+            else:
+                mid_folders.append(_make_folder(new[m]))
+                mid_titles.append(str(new[m].title or ""))
+        for n in removed:
+            fid = self.folders[n].id
+            if by_id.get(fid) == n:
+                del by_id[fid]
+        self.folders[p:old_end] = mid_folders
+        self._titles[p:old_end] = mid_titles
+        self._entries = new
+        for m in added:
+            by_id[self.folders[m].id] = m
+        if start < lo:
+            for m in range(remap[start - p], ho):
+                by_id[self.folders[m].id] = m
+        # 4. add the new (and changed) folders
+        fold = self._fold
+        for m in added:
+            folder = self.folders[m]
+            seen: set[int] = set()
+            for kw in folder.keywords:
+                key = match_key(kw, expand_latin_case=fold)
+                if not key:
+                    continue
+                known = self._key_ids.get(key)
+                kid = self._new_key(key) if known is None else known
+                if kid not in seen:
+                    seen.add(kid)
+                    insort(postings[kid], m)
+            for name in self._folder_classes(folder, self._titles[m]):
+                self.categories.setdefault(name, set()).add(m)
+        self.version = version
+        return True
 
     def __len__(self) -> int:
         return len(self.folders)
