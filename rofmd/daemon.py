@@ -9,6 +9,7 @@ either completed or (on its own error) rolled back, never left half-written.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -252,6 +253,7 @@ class Daemon:
         `on_ready` runs as a task once the daemon serves (`serve --demo` plays the demo
         against it); shutdown cancels it like any other task.
         """
+        _route_loop_errors()
         shutdown = self._shutdown = anyio.Event()
         watcher_done = anyio.Event()
         if not self.settings.watch_config:
@@ -322,6 +324,38 @@ class Daemon:
         """Stop serving (signals, tests and embedding callers)."""
         if self._shutdown is not None:
             self._shutdown.set()
+
+
+def _route_loop_errors() -> None:
+    """Send the event loop's own error reports through structlog (one JSON line, not a
+    bare traceback on stderr), and drop one known-benign race.
+
+    The race: anyio's raw Unix socket stream waits for readability with
+    `loop.add_reader(sock, future.set_result, None)`; when a read is cancelled (we
+    cancel the readers at shutdown) and data arrives in the same loop iteration, the
+    reader fires on the already-cancelled future before its done-callback removed it,
+    and asyncio reports `InvalidStateError` from `Future.set_result`. Nothing is lost
+    or half-done: the read was being abandoned anyway.
+    """
+    loop = asyncio.get_running_loop()
+    loop_log = structlog.get_logger("rofmd.loop")
+
+    def handler(_loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        if isinstance(exc, asyncio.InvalidStateError) and "set_result" in repr(
+            context.get("handle")
+        ):
+            loop_log.debug(
+                "ignored a cancelled socket wait woken late", handle=repr(context.get("handle"))
+            )
+            return
+        loop_log.error(
+            "event loop error",
+            message=context.get("message"),
+            exc_info=exc if isinstance(exc, BaseException) else None,
+        )
+
+    loop.set_exception_handler(handler)
 
 
 def serve(
