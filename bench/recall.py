@@ -22,25 +22,14 @@ import random
 import statistics
 import time
 import tracemalloc
-from dataclasses import dataclass
 from typing import Any
 
 from engine.config import MemoryConfig
 from engine.recall import Addition, CandidateIndex, RecallState, analyze_query, run_round
 from engine.recall.fair import Pick
+from tests.engine.recall_fixtures import Entry
 
 _CJK = "星港项目接口网关灰度比例登录重构日本旅行方案评审故障排查数据库缓存部署监控告警预算会议合同客户需求测试发布"
-
-
-@dataclass
-class _Entry:
-    id: str
-    alpha: float
-    createdAt: int
-    keywords: list[str]
-    beta: float = 0.0
-    scored: bool = True
-    title: str = ""
 
 
 def _vocab(rng: random.Random, size: int) -> list[str]:
@@ -60,7 +49,7 @@ def _zipf_pick(rng: random.Random, vocab: list[str]) -> str:
     return vocab[min(idx, len(vocab) - 1)]
 
 
-def make_entries(n: int, seed: int = 7) -> tuple[list[_Entry], list[str]]:
+def make_entries(n: int, seed: int = 7) -> tuple[list[Entry], list[str]]:
     rng = random.Random(seed)
     vocab = _vocab(rng, max(2000, n // 2))
     base = 1_780_000_000_000
@@ -68,7 +57,7 @@ def make_entries(n: int, seed: int = 7) -> tuple[list[_Entry], list[str]]:
     for i in range(n):
         kws = list(dict.fromkeys(_zipf_pick(rng, vocab) for _ in range(rng.randint(3, 16))))
         entries.append(
-            _Entry(f"mem-{i:08d}", round(rng.uniform(0.01, 1.0), 4), base + i * 1000, kws)
+            Entry(f"mem-{i:08d}", round(rng.uniform(0.01, 1.0), 4), base + i * 1000, kws)
         )
     queries = [
         " ".join(_zipf_pick(rng, vocab) for _ in range(rng.randint(2, 5))) for _ in range(200)

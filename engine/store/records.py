@@ -138,19 +138,10 @@ def index_row_from_meta(meta: FolderMeta, previous: dict[str, Any] | None = None
     return row
 
 
-class ImageIndexEntry(BaseModel):
-    """One entry of ``images/index.json``: image file name → memory folder."""
+class ImageIndexEntry(ImageRef):
+    """One entry of ``images/index.json``: an image ref plus the folder that owns it."""
 
-    model_config = _CONFIG
-
-    name: str
     folderId: str
-    placeholder: str | None = None
-    mediaType: str | None = None
-    width: int | None = None
-    height: int | None = None
-    bytes: int | None = None
-    attachmentId: str | None = None
 
 
 JournalState = Literal["pending", "committed", "aborting"]
