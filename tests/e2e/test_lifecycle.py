@@ -9,12 +9,13 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from tests.e2e.harness import LineSocket, request_line, running_daemon, short_tmpdir
+from tests.e2e.harness import DaemonProcess, LineSocket, request_line, running_daemon, short_tmpdir
 
 
 def _wait_for(predicate: Any, timeout: float = 10.0) -> None:
@@ -105,49 +106,63 @@ def test_non_socket_file_in_the_way_is_not_removed() -> None:
     assert (run / "rofmd.sock").read_text() == "precious"
 
 
+def _sigterm_during(
+    d: DaemonProcess,
+    worker: Callable[[int, threading.Event], None],
+    *,
+    threads: int,
+    busy: Callable[[], bool],
+    timeout: float = 10.0,
+) -> str:
+    """Run `threads` workers against `d` until `busy()`, SIGTERM the daemon, and check it
+    exits 0 with no worker error and no traceback; returns its log."""
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def run(n: int) -> None:
+        try:
+            worker(n, stop)
+        except OSError:
+            return  # the daemon closed the connection: expected at shutdown
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    pool = [threading.Thread(target=run, args=(n,)) for n in range(threads)]
+    for t in pool:
+        t.start()
+    _wait_for(busy, timeout=timeout)
+    d.proc.send_signal(signal.SIGTERM)
+    code = d.proc.wait(timeout=30)
+    stop.set()
+    for t in pool:
+        t.join(timeout=30)
+    log = d.log_text()
+    assert code == 0, log[-3000:]
+    assert not errors, errors
+    assert "Traceback" not in log, log[-3000:]
+    return log
+
+
 def test_sigterm_during_load_exits_cleanly() -> None:
     with running_daemon(env={"ROFMD_SHUTDOWN_DEADLINE": "5"}) as d:
-        errors: list[BaseException] = []
         answered = [0]
-        stop = threading.Event()
 
-        def hammer(n: int) -> None:
-            try:
-                s = LineSocket(d.socket_path, timeout=30)
-                i = 0
-                while not stop.is_set():
-                    s.send(
-                        request_line(i, "prompt/sections", {"session": {"id": f"load-{n}-{i % 5}"}})
-                    )
-                    s.send(
-                        request_line(
-                            f"z{i}", "debug/sleep", {"ms": 20, "session": {"id": f"load-{n}"}}
-                        )
-                    )
-                    if s.recv_line() is None or s.recv_line() is None:
-                        return
-                    answered[0] += 2
-                    i += 1
-            except OSError:
-                return
-            except BaseException as exc:  # surfaced below
-                errors.append(exc)
+        def hammer(n: int, stop: threading.Event) -> None:
+            s = LineSocket(d.socket_path, timeout=30)
+            i = 0
+            while not stop.is_set():
+                s.send(request_line(i, "prompt/sections", {"session": {"id": f"load-{n}-{i % 5}"}}))
+                s.send(
+                    request_line(f"z{i}", "debug/sleep", {"ms": 20, "session": {"id": f"load-{n}"}})
+                )
+                if s.recv_line() is None or s.recv_line() is None:
+                    return
+                answered[0] += 2
+                i += 1
 
-        threads = [threading.Thread(target=hammer, args=(n,)) for n in range(6)]
-        for t in threads:
-            t.start()
-        _wait_for(lambda: answered[0] > 100)
-        d.proc.send_signal(signal.SIGTERM)
-        code = d.proc.wait(timeout=30)
-        stop.set()
-        for t in threads:
-            t.join(timeout=30)
-        log = d.log_text()
-        assert code == 0, log[-3000:]
-        assert not errors, errors
+        log = _sigterm_during(d, hammer, threads=6, busy=lambda: answered[0] > 100)
         assert not d.socket_path.exists()
         assert "shutdown requested" in log and "rofmd stopped" in log, log[-3000:]
-        assert "Traceback" not in log, log[-3000:]
         # nothing half-written anywhere in the memory root
         leftovers = [
             p for p in d.memory_root.rglob("*") if p.name.startswith(".") or p.suffix == ".tmp"
@@ -292,46 +307,27 @@ def test_sigterm_while_archiving_leaves_every_store_consistent() -> None:
 
     caps = {"tokenMeter": True, "systemPrompt": True, "tools": True, "attachments": True}
     with running_daemon(env={"ROFMD_SHUTDOWN_DEADLINE": "5"}) as d:
-        stop = threading.Event()
         archived = [0]
-        errors: list[BaseException] = []
 
-        def archiver(n: int) -> None:
-            try:
-                s = LineSocket(d.socket_path, timeout=30)
-                s.call(0, "initialize", {"protocolVersion": 1, "capabilities": caps})
-                i = 0
-                while not stop.is_set():
-                    surf = Surface()
-                    surf.system()
-                    for t in range(26):  # ~19k tokens: 80% of a window above the small-window guard
-                        surf.turn_pair(t, 300)
-                    p = pre_step_params(surf, session=f"arc-{n}-{i}", percent=80)
-                    s.send(request_line(i + 1, "agent/pre-step", p))
-                    line = s.recv_line()
-                    if line is None:
-                        return
-                    if b'"folders"' in line:
-                        archived[0] += 1
-                    i += 1
-            except OSError:
-                return
-            except BaseException as exc:  # surfaced below
-                errors.append(exc)
+        def archiver(n: int, stop: threading.Event) -> None:
+            s = LineSocket(d.socket_path, timeout=30)
+            s.call(0, "initialize", {"protocolVersion": 1, "capabilities": caps})
+            i = 0
+            while not stop.is_set():
+                surf = Surface()
+                surf.system()
+                for t in range(26):  # ~19k tokens: 80% of a window above the small-window guard
+                    surf.turn_pair(t, 300)
+                p = pre_step_params(surf, session=f"arc-{n}-{i}", percent=80)
+                s.send(request_line(i + 1, "agent/pre-step", p))
+                line = s.recv_line()
+                if line is None:
+                    return
+                if b'"folders"' in line:
+                    archived[0] += 1
+                i += 1
 
-        threads = [threading.Thread(target=archiver, args=(n,)) for n in range(4)]
-        for t in threads:
-            t.start()
-        _wait_for(lambda: archived[0] >= 6, timeout=60)
-        d.proc.send_signal(signal.SIGTERM)
-        code = d.proc.wait(timeout=30)
-        stop.set()
-        for t in threads:
-            t.join(timeout=30)
-        log = d.log_text()
-        assert code == 0, log[-3000:]
-        assert not errors, errors
-        assert "Traceback" not in log, log[-3000:]
+        _sigterm_during(d, archiver, threads=4, busy=lambda: archived[0] >= 6, timeout=60)
         sessions = sorted((d.memory_root / "sessions").iterdir())
         assert len(sessions) >= 6
         for sdir in sessions:
