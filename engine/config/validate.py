@@ -335,6 +335,14 @@ class IdListRule(Rule):
         return _Outcome(ids, "; ".join(notes) or None)
 
 
+def _is_object(new: Any, path: str, warn: Warn) -> bool:
+    """Open-object rules merge per entry; anything but an object keeps the previous value."""
+    if isinstance(new, Mapping):
+        return True
+    warn(f"{path}: expected an object, got {json_kind(new)} {describe(new)}; keeping previous")
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class NumMapRule(Rule):
     """An open object of name -> number (``importance.weights``); merges per entry."""
@@ -343,10 +351,7 @@ class NumMapRule(Rule):
         return _Outcome(value)
 
     def apply(self, prev: Any, new: Any, path: str, warn: Warn) -> Any:
-        if not isinstance(new, Mapping):
-            warn(
-                f"{path}: expected an object, got {json_kind(new)} {describe(new)}; keeping previous"
-            )
+        if not _is_object(new, path, warn):
             return prev
         merged = dict(prev)
         for key, item in new.items():
@@ -370,10 +375,7 @@ class CategoryClassesRule(Rule):
         return _Outcome(value)
 
     def apply(self, prev: Any, new: Any, path: str, warn: Warn) -> Any:
-        if not isinstance(new, Mapping):
-            warn(
-                f"{path}: expected an object, got {json_kind(new)} {describe(new)}; keeping previous"
-            )
+        if not _is_object(new, path, warn):
             return prev
         merged: dict[str, Any] = {k: copy.deepcopy(v) for k, v in prev.items()}
         words_rule = StrListRule()
