@@ -121,17 +121,9 @@ class RofmdClient:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             message["params"] = params
-        waiter = _Waiter()
-        self._waiters[rid] = waiter
-        try:
-            await self.send_raw(encode(message))
-            with anyio.fail_after(timeout) if timeout else _nullcontext():
-                await waiter.event.wait()
-        finally:
-            self._waiters.pop(rid, None)
-        if waiter.message is None:
+        result: dict[str, Any] | None = await self._exchange(rid, encode(message), timeout)
+        if result is None:
             raise ConnectionLost(f"connection closed before the answer to {method}")
-        result: dict[str, Any] = waiter.message
         return result
 
     async def notify(self, method: str, params: Any = None) -> None:
@@ -155,31 +147,31 @@ class RofmdClient:
             for i, (m, p) in zip(ids, calls, strict=True)
         ]
         key = ("batch", tuple(sorted(str(i) for i in ids)))
-        waiter = _Waiter()
-        self._waiters[key] = waiter
-        try:
-            await self.send_raw(encode(body))
-            with anyio.fail_after(timeout) if timeout else _nullcontext():
-                await waiter.event.wait()
-        finally:
-            self._waiters.pop(key, None)
-        if waiter.message is None:
+        message = await self._exchange(key, encode(body), timeout)
+        if message is None:
             raise ConnectionLost("connection closed before the batch answer")
         order = {i: n for n, i in enumerate(ids)}
-        answers: list[dict[str, Any]] = sorted(waiter.message, key=lambda m: order[m["id"]])
+        answers: list[dict[str, Any]] = sorted(message, key=lambda m: order[m["id"]])
         return answers
 
     async def expect_unsolicited(self, *, timeout: float | None = None) -> dict[str, Any] | None:
         """Wait for an answer with `id: null` (parse errors, over-long lines)."""
+        message: dict[str, Any] | None = await self._exchange(("null",), None, timeout)
+        return message
+
+    async def _exchange(self, key: Any, data: bytes | None, timeout: float | None) -> Any:
+        """Register a waiter under `key`, send `data`, and wait for the matching answer
+        (None if the connection closed first; no timeout when `timeout` is None or 0)."""
         waiter = _Waiter()
-        self._waiters[("null",)] = waiter
+        self._waiters[key] = waiter
         try:
-            with anyio.fail_after(timeout) if timeout else _nullcontext():
+            if data is not None:
+                await self.send_raw(data)
+            with anyio.fail_after(timeout or None):
                 await waiter.event.wait()
         finally:
-            self._waiters.pop(("null",), None)
-        message: dict[str, Any] | None = waiter.message
-        return message
+            self._waiters.pop(key, None)
+        return waiter.message
 
     # ---- typed helpers ----------------------------------------------------------
 
@@ -228,11 +220,3 @@ def _unwrap(answer: dict[str, Any]) -> Any:
         err = answer["error"]
         raise RpcError(int(err.get("code", 0)), str(err.get("message", "")), err.get("data"))
     return answer.get("result")
-
-
-class _nullcontext:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
