@@ -33,7 +33,7 @@ from engine.config import MemoryConfig
 from engine.recall import RecallState, RoundOutcome, analyze_query, run_round
 from handlers.context import RequestContext
 from handlers.params import Session, Wire
-from handlers.recall_state import candidate_index, ensure_recall_state
+from handlers.recall_state import candidate_index, ensure_recall_state, relevance_index
 from handlers.sections import sections_answer
 
 if TYPE_CHECKING:
@@ -163,6 +163,7 @@ async def _recall(
             turn=turn,
             session_key=state.key,
             context_window=state.context_window,
+            relevance=relevance_index(state, cfg) if cfg.recall.mode == "ranked" else None,
         )
         rs.remember_message(message_id)
         rs.save()

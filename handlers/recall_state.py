@@ -15,6 +15,8 @@ import anyio
 
 from engine.config import MemoryConfig
 from engine.recall import CandidateIndex, RecallState, index_params, load_state_file, prepare_state
+from engine.relevance.folder_text import store_text_of
+from engine.relevance.index import RelevanceIndex
 
 if TYPE_CHECKING:
     from handlers.app import App
@@ -66,3 +68,32 @@ def candidate_index(state: SessionState, cfg: MemoryConfig) -> CandidateIndex:
         index = CandidateIndex(store.index, cfg, key)
     state.recall_index = index
     return index
+
+
+def relevance_index(state: SessionState, cfg: MemoryConfig) -> RelevanceIndex:
+    """The session's BM25F index for the store's current version (blocking; call in a
+    thread). Built once (reading every scored folder's text), then synced in place on
+    every store change; a change of store or of `keywords.extraStopwords` rebuilds it."""
+    store = state.store
+    extra = tuple(cfg.keywords.extra_stopwords)
+    key = (id(store), store.version, extra)
+    cached = state.relevance_index
+    if isinstance(cached, RelevanceIndex) and cached.version == key:
+        return cached
+    state.relevance_index = None  # never leave a half-synced index in the cache
+    if (
+        not isinstance(cached, RelevanceIndex)
+        or cached.extra_stopwords != extra
+        or cached.version is None
+        or cached.version[0] != id(store)
+    ):
+        cached = RelevanceIndex(store_text_of(store), extra_stopwords=extra)
+    cached.sync(store.index, key)
+    state.relevance_index = cached
+    return cached
+
+
+def session_term_stats(state: SessionState, cfg: MemoryConfig) -> RelevanceIndex:
+    """Document frequencies of the session's scored folders (heuristic keywords judge a
+    term's distinctiveness against them). Blocking."""
+    return relevance_index(state, cfg)

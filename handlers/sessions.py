@@ -44,6 +44,7 @@ class SessionState:
     # Recall use case: its in-memory candidate index (rebuilt per index version) and the
     # last context window the host reported (caps the block at recall.maxWindowPercent).
     recall_index: Any = None
+    relevance_index: Any = None
     # The host's context window (effective: compress.contextWindowTokens wins) and the
     # turn of the last pre-step; both set by handlers.pre_step.
     context_window: int | None = None

@@ -24,7 +24,12 @@ Reading notes on the reference, and how they were decided:
 
 from __future__ import annotations
 
-from engine.config.defaults import ENGINE_DEFAULTS, FORBIDDEN_KEYS, PRODUCT_OVERRIDES
+from engine.config.defaults import (
+    BEYOND_REFERENCE,
+    ENGINE_DEFAULTS,
+    FORBIDDEN_KEYS,
+    PRODUCT_OVERRIDES,
+)
 from engine.config.fingerprint import canonical_json, fingerprint
 from engine.config.layers import (
     ENV_PREFIX,
@@ -40,6 +45,7 @@ from engine.config.model import MemoryConfig
 from engine.config.paths import DEFAULT_STORAGE_DIR, packaged_config_path, resolve_memory_root
 
 __all__ = [
+    "BEYOND_REFERENCE",
     "DEFAULT_STORAGE_DIR",
     "ENGINE_DEFAULTS",
     "ENV_PREFIX",

@@ -10,7 +10,9 @@ other way round) fails the suite instead of silently drifting.
 The packaged product defaults differ from these in exactly the six places listed in
 :data:`PRODUCT_OVERRIDES` (reference §3: the four tag/time ``mode`` switches plus
 ``timeTag.mode`` are ``index`` in the engine and ``constrain`` in the product, and the
-engine uses the host's local timezone while the product pins ``Asia/Shanghai``).
+engine uses the host's local timezone while the product pins ``Asia/Shanghai``), plus
+the places where the product goes beyond the reference (:data:`BEYOND_REFERENCE`:
+``recall.mode`` is ``ranked``; the engine keeps the reference's ``fair``).
 
 Nothing here is mutated at run time: callers get deep copies via :func:`engine_defaults`.
 """
@@ -23,6 +25,7 @@ from typing import Any, Final
 from engine.heuristic import DEFAULT_WEIGHTS
 
 __all__ = [
+    "BEYOND_REFERENCE",
     "ENGINE_DEFAULTS",
     "FORBIDDEN_KEYS",
     "PRODUCT_OVERRIDES",
@@ -171,6 +174,8 @@ ENGINE_DEFAULTS: Final[dict[str, Any]] = {
         # shipped behaviour). See the package docstring of engine.config.
         "computeDates": True,
         "highRelevance": {"enabled": True, "minMatches": 2, "reserveSlots": 2},
+        # Beyond the reference: `recall.mode = "ranked"` (the packaged default).
+        "ranked": {"minRelativeScore": 0.3, "alphaPrior": 0.2, "keepRounds": 1},
     },
     # §3.0.3 time / event / location / person / timeTag / rules
     "time": {
@@ -272,6 +277,13 @@ PRODUCT_OVERRIDES: Final[dict[str, Any]] = {
     "time.timezone": "Asia/Shanghai",
 }
 
+#: Where the product goes beyond the reference on purpose, as dotted path -> product
+#: value. The engine keeps the reference's value, so setting it in a user config is
+#: the rollback switch (README, "Recall").
+BEYOND_REFERENCE: Final[dict[str, Any]] = {
+    "recall.mode": "ranked",
+}
+
 
 def engine_defaults() -> dict[str, Any]:
     """Return a fresh deep copy of :data:`ENGINE_DEFAULTS`, safe for the caller to mutate."""
@@ -279,13 +291,14 @@ def engine_defaults() -> dict[str, Any]:
 
 
 def product_defaults() -> dict[str, Any]:
-    """Engine defaults with :data:`PRODUCT_OVERRIDES` applied: what ``config.json`` ships.
+    """Engine defaults with :data:`PRODUCT_OVERRIDES` and :data:`BEYOND_REFERENCE`
+    applied: what ``config.json`` ships.
 
     Used to (re)generate the packaged file and by the consistency test; the daemon
     itself reads the packaged file, never this function.
     """
     tree = engine_defaults()
-    for dotted, value in PRODUCT_OVERRIDES.items():
+    for dotted, value in {**PRODUCT_OVERRIDES, **BEYOND_REFERENCE}.items():
         *parents, leaf = dotted.split(".")
         node = tree
         for part in parents:

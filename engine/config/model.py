@@ -297,11 +297,19 @@ class HighRelevanceConfig(_Section):
     reserve_slots: int
 
 
+class RankedConfig(_Section):
+    """`recall.mode = "ranked"`: relevance-first selection (beyond the reference)."""
+
+    min_relative_score: float
+    alpha_prior: float
+    keep_rounds: int
+
+
 class RecallConfig(_Section):
     """Recall selection, safety valves, legacy parameters and the v1.5.x channels."""
 
     enabled: bool
-    mode: Literal["fair", "deterministic", "legacy"]
+    mode: Literal["ranked", "fair", "deterministic", "legacy"]
     first_gen_max: int
     hops: int
     max_recalled_blocks: int
@@ -328,6 +336,7 @@ class RecallConfig(_Section):
     show_tags: bool
     compute_dates: bool
     high_relevance: HighRelevanceConfig
+    ranked: RankedConfig
 
 
 # --- §3.0.3 time / event / tags / rules ---------------------------------------------

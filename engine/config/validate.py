@@ -475,7 +475,7 @@ SCHEMA: Final[dict[str, Any]] = {
     },
     "recall": {
         "enabled": _BOOL,
-        "mode": EnumRule(("fair", "deterministic", "legacy")),
+        "mode": EnumRule(("ranked", "fair", "deterministic", "legacy")),
         "firstGenMax": _COUNT,  # 0 = recall off (v1.4.1)
         "hops": _COUNT,
         "maxRecalledBlocks": _POS,
@@ -530,6 +530,7 @@ SCHEMA: Final[dict[str, Any]] = {
         "showTags": _BOOL,
         "computeDates": _BOOL,
         "highRelevance": {"enabled": _BOOL, "minMatches": _POS, "reserveSlots": _COUNT},
+        "ranked": {"minRelativeScore": _RATIO, "alphaPrior": _RATIO, "keepRounds": _COUNT},
     },
     "time": {
         "mode": _MODE,

@@ -42,6 +42,7 @@ __all__ = [
     "LANES",
     "Pick",
     "Selection",
+    "copy_lanes",
     "global_low_key",
     "lane_split",
     "select_deterministic",
@@ -98,7 +99,7 @@ def global_low_key(alpha: float, created_at: int, fid: str) -> tuple[Any, ...]:
     return (alpha, -created_at, tuple(-ord(c) for c in fid))
 
 
-def _copy_lanes(lanes: Lanes) -> Lanes:
+def copy_lanes(lanes: Lanes) -> Lanes:
     return Lanes(
         lanes.cursor,
         [dict(r) for r in lanes.register],
@@ -113,7 +114,7 @@ def select_fair(
 ) -> Selection:
     """Steps 1-7 for round `state.round + 1`; `state` is not changed."""
     fair = cfg.recall.fairness
-    sel = Selection(lanes=_copy_lanes(state.lanes))
+    sel = Selection(lanes=copy_lanes(state.lanes))
     if k <= 0:
         return sel
     lanes = sel.lanes
@@ -352,7 +353,7 @@ def select_deterministic(
     index: CandidateIndex, matches: Matches, state: RecallState, k: int
 ) -> Selection:
     """Plain DRI (`recall.mode = deterministic`): C(Q) minus block ∪ ledger, σ order, k."""
-    sel = Selection(lanes=_copy_lanes(state.lanes))
+    sel = Selection(lanes=copy_lanes(state.lanes))
     if k <= 0:
         return sel
     folders = index.folders

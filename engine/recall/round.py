@@ -40,7 +40,9 @@ from engine.recall.dates import resolve_timezone
 from engine.recall.fair import LANES, Pick, Selection, select_deterministic, select_fair
 from engine.recall.legacy import select_legacy
 from engine.recall.query import Query, effective_quota
+from engine.recall.ranked import FALLBACK_LANE, RANKED_LANE, select_ranked
 from engine.recall.state import Addition, Lanes, RecallState
+from engine.relevance.index import RelevanceIndex
 from engine.store import SessionStore, StoreError
 from engine.texts import (
     RECALL_WARN_DEGRADED,
@@ -56,6 +58,7 @@ __all__ = [
     "prepare_state",
     "run_round",
     "trim_block",
+    "trim_ranked",
 ]
 
 
@@ -234,6 +237,67 @@ def trim_block(
     return evicted, pinned
 
 
+def trim_ranked(
+    state: RecallState, cfg: MemoryConfig, context_window: int | None, needed: dict[str, float]
+) -> list[Addition]:
+    """The ranked block follows the conversation; returns the evicted entries.
+
+    First every memory that no message needed for more than `recall.ranked.keepRounds`
+    rounds leaves (even under the caps: it answers nothing the user is talking about,
+    and the next message that needs it brings it back). Then, while the block is over
+    `maxRecalledBlocks`, `maxRecalledChars` or `maxWindowPercent` of the window — the
+    last measured in estimated tokens, like the host meters the block —, the entries
+    go in the order (needed now, relevance now, last needed, injected, id): what the
+    current message does not need first, the least relevant of the rest next. At
+    least one entry stays.
+    """
+    rc = cfg.recall
+    t = state.round
+    keep = max(0, rc.ranked.keep_rounds)
+    adds = state.additions
+    evicted = [a for a in adds if t - a.needed_round > keep]
+    if evicted:
+        gone = {a.id for a in evicted}
+        adds[:] = [a for a in adds if a.id not in gone]
+    max_blocks = max(1, rc.max_recalled_blocks)
+    max_chars = rc.max_recalled_chars
+    max_tokens = 0
+    if context_window and context_window > 0 and rc.max_window_percent > 0:
+        max_tokens = int(context_window * rc.max_window_percent / 100)
+    chars = sum(a.chars for a in adds)
+    tokens = {a.id: estimate_text_tokens(a.text) for a in adds} if max_tokens else {}
+    total_tokens = sum(tokens.values())
+
+    def over() -> bool:
+        if len(adds) <= 1:
+            return False
+        return (
+            len(adds) > max_blocks
+            or chars > max_chars
+            or (max_tokens > 0 and total_tokens > max_tokens)
+        )
+
+    if over():
+        order = sorted(
+            adds,
+            key=lambda a: (
+                a.id in needed,
+                needed.get(a.id, 0.0),
+                a.needed_round,
+                a.injected_round,
+                a.id,
+            ),
+        )
+        for a in order:
+            if not over():
+                break
+            adds.remove(a)
+            chars -= a.chars
+            total_tokens -= tokens.get(a.id, 0)
+            evicted.append(a)
+    return evicted
+
+
 def run_round(
     store: SessionStore | None,
     index: CandidateIndex,
@@ -246,11 +310,14 @@ def run_round(
     session_key: str,
     context_window: int | None = None,
     loader: Callable[[Pick], Addition | None] | None = None,
+    relevance: RelevanceIndex | None = None,
 ) -> RoundOutcome:
     """Run one round for `query` and update `state` (the caller persists it).
 
     `loader` renders a pick into an addition (default: read the folder from `store`);
-    tests and benchmarks pass one to run without folders on disk.
+    tests and benchmarks pass one to run without folders on disk. `relevance` is the
+    session's relevance index, which `ranked` mode needs (synced to the same store
+    version as `index`).
     """
     rc = cfg.recall
     k = effective_quota(query, cfg)
@@ -261,8 +328,16 @@ def run_round(
     before_ids = state.ids()
     t = state.round + 1
     matches: Matches = index.match(query, min_alpha=rc.min_alpha)
-    if rc.mode == "fair":
-        sel: Selection = select_fair(index, matches, state, cfg, k)
+    ranked = rc.mode == "ranked"
+    needed: dict[str, float] = {}
+    if ranked:
+        if relevance is None:
+            raise ValueError("recall.mode ranked needs the session's relevance index")
+        rsel = select_ranked(relevance, index, matches, query, state, cfg, k)
+        sel: Selection = rsel.selection
+        needed = rsel.needed
+    elif rc.mode == "fair":
+        sel = select_fair(index, matches, state, cfg, k)
     elif rc.mode == "deterministic":
         sel = select_deterministic(index, matches, state, k)
     else:
@@ -317,8 +392,9 @@ def run_round(
         state.lanes.cursor = (f.alpha, f.created_at, f.id)
     evicted_ledger: list[str] = []
     for _, a in loaded:
+        a.needed_round = t
         state.additions.append(a)
-        if rc.mode != "legacy":
+        if rc.mode not in ("legacy", "ranked"):
             evicted_ledger += state.surface(a.id, a.alpha, rc.fairness.ledger.max_entries)
     if evicted_ledger:
         warnings.append(
@@ -332,10 +408,17 @@ def run_round(
         warnings.append(
             RECALL_WARN_DEGRADED.format(arrivals=sel.low_arrivals, slots=sel.rotation_slots)
         )
-    current = {index.folders[n].id for n in matches.candidates}
-    for a in state.additions:
-        a.current_query = a.id in current
-    evicted, pinned = trim_block(state, cfg, context_window, current)
+    if ranked:
+        for a in state.additions:
+            a.current_query = a.id in needed
+            if a.current_query:
+                a.needed_round = t
+        evicted, pinned = trim_ranked(state, cfg, context_window, needed), 0
+    else:
+        current = {index.folders[n].id for n in matches.candidates}
+        for a in state.additions:
+            a.current_query = a.id in current
+        evicted, pinned = trim_block(state, cfg, context_window, current)
     state.degraded = sel.degraded
     c = state.counters
     c["rounds"] = c.get("rounds", 0) + 1
@@ -356,7 +439,12 @@ def run_round(
     kept = [(p, a) for p, a in loaded if a.id in in_block]
     recalled = [a.id for _, a in kept]
 
-    lanes_picked = sel.lanes_picked() if rc.mode != "legacy" else {}
+    if ranked:
+        lanes_picked = {RANKED_LANE: 0, FALLBACK_LANE: 0}
+        for p in sel.picks:
+            lanes_picked[p.lane] += 1
+    else:
+        lanes_picked = sel.lanes_picked() if rc.mode != "legacy" else {}
     hr = sel.high_relevance or {
         "enabled": False,
         "minMatches": rc.high_relevance.min_matches,
@@ -381,7 +469,7 @@ def run_round(
         "turn": turn,
         "quota": k,
         "queryKeywords": len(query.keywords),
-        "candidates": len(matches.candidates),
+        "candidates": len(needed) if ranked else len(matches.candidates),
         "categorySeeds": list(matches.categories),
         "lanesPicked": lanes_picked,
         "pops": sel.pops,
@@ -426,7 +514,7 @@ def run_round(
         "blockChars": len(state.block),
         **hr_fields,
     }
-    assert set(lanes_picked) <= set(LANES)
+    assert set(lanes_picked) <= {*LANES, RANKED_LANE, FALLBACK_LANE}
     return RoundOutcome(
         ran=True,
         recalled=recalled,

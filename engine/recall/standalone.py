@@ -19,6 +19,8 @@ from engine.recall.candidates import CandidateIndex, index_params
 from engine.recall.query import analyze_query
 from engine.recall.round import RoundOutcome, prepare_state, run_round
 from engine.recall.state import RecallState, load_state_file
+from engine.relevance.folder_text import store_text_of
+from engine.relevance.index import RelevanceIndex
 from engine.store import SessionStore
 
 __all__ = ["StandaloneRecall", "append_round_stats", "open_recall_state", "recall_once"]
@@ -43,6 +45,7 @@ class StandaloneRecall:
     cfg: MemoryConfig
     state: RecallState
     index: CandidateIndex | None = None
+    relevance: RelevanceIndex | None = None
 
     @classmethod
     def open(cls, store: SessionStore, cfg: MemoryConfig) -> StandaloneRecall:
@@ -53,6 +56,14 @@ class StandaloneRecall:
         if self.index is None or self.index.version != key:
             self.index = CandidateIndex(self.store.index, self.cfg, key)
         return self.index
+
+    def relevance_index(self) -> RelevanceIndex:
+        extra = tuple(self.cfg.keywords.extra_stopwords)
+        if self.relevance is None or self.relevance.extra_stopwords != extra:
+            self.relevance = RelevanceIndex(store_text_of(self.store), extra_stopwords=extra)
+        if self.relevance.version != self.store.version:
+            self.relevance.sync(self.store.index, self.store.version)
+        return self.relevance
 
     def next_turn(self) -> int:
         """One past the newest turn a recalled entry was injected in, or past the round."""
@@ -78,6 +89,7 @@ def recall_once(
         cfg,
         now_ms=now_ms,
         turn=session.next_turn() if turn is None else turn,
+        relevance=session.relevance_index() if cfg.recall.mode == "ranked" else None,
         session_key=store.session_id,
         context_window=context_window,
     )

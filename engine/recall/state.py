@@ -70,6 +70,8 @@ class Addition:
     messages: list[dict[str, Any]] = field(default_factory=list)
     current_query: bool = False
     number: int = 1
+    # ranked mode: the last round whose message this memory was relevant to
+    needed_round: int = 0
 
     @property
     def created_at(self) -> str:
@@ -104,6 +106,7 @@ class Addition:
             "body": self.body,
             "messages": self.messages,
             "chars": self.chars,
+            "neededRound": self.needed_round,
         }
 
     @classmethod
@@ -126,6 +129,7 @@ class Addition:
             date=str(d.get("date") or ""),
             body=str(d.get("body") or ""),
             messages=[m for m in msgs if isinstance(m, dict)] if isinstance(msgs, list) else [],
+            needed_round=_int(d.get("neededRound"), _int(d.get("injectedRound"))),
         )
 
 

@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
-import Stemmer
+import Stemmer  # type: ignore[import-not-found]
 
 from engine.stopwords import CJK_PROTECTED, CJK_SPLIT_CHARS, CJK_STOPWORDS, EN_STOPWORDS
 from engine.tokenizer import CJK_CLASS, normalize_text
@@ -36,24 +36,143 @@ from engine.tokenizer import CJK_CLASS, normalize_text
 __all__ = ["CJK_FILLER", "EN_FILLER", "search_terms", "stem_word"]
 
 EN_FILLER: Final[frozenset[str]] = frozenset(
-    """
-    great wow awesome cool nice lol haha hahaha omg amazing sounds sound glad good fine
-    totally definitely absolutely sure yea nah hmm huh aww ah uh um wanna gonna gotta
-    kinda sorta stuff thing things lot lots much many pretty super fun exciting excited
-    happy hear heard see saw seen going go goes went come came coming one ones also even
-    still always never ever something anything everything nothing someone anyone everyone
-    way ways right thats wait yep nope guess mean means maybe hope hoped cheers bye lovely
-    wonderful fantastic incredible true real
-    """.split()
+    [
+        "great",
+        "wow",
+        "awesome",
+        "cool",
+        "nice",
+        "lol",
+        "haha",
+        "hahaha",
+        "omg",
+        "amazing",
+        "sounds",
+        "sound",
+        "glad",
+        "good",
+        "fine",
+        "totally",
+        "definitely",
+        "absolutely",
+        "sure",
+        "yea",
+        "nah",
+        "hmm",
+        "huh",
+        "aww",
+        "ah",
+        "uh",
+        "um",
+        "wanna",
+        "gonna",
+        "gotta",
+        "kinda",
+        "sorta",
+        "stuff",
+        "thing",
+        "things",
+        "lot",
+        "lots",
+        "much",
+        "many",
+        "pretty",
+        "super",
+        "fun",
+        "exciting",
+        "excited",
+        "happy",
+        "hear",
+        "heard",
+        "see",
+        "saw",
+        "seen",
+        "going",
+        "go",
+        "goes",
+        "went",
+        "come",
+        "came",
+        "coming",
+        "one",
+        "ones",
+        "also",
+        "even",
+        "still",
+        "always",
+        "never",
+        "ever",
+        "something",
+        "anything",
+        "everything",
+        "nothing",
+        "someone",
+        "anyone",
+        "everyone",
+        "way",
+        "ways",
+        "right",
+        "thats",
+        "wait",
+        "yep",
+        "nope",
+        "guess",
+        "mean",
+        "means",
+        "maybe",
+        "hope",
+        "hoped",
+        "cheers",
+        "bye",
+        "lovely",
+        "wonderful",
+        "fantastic",
+        "incredible",
+        "true",
+        "real",
+    ]
 )
 """English chat filler: words of agreement, excitement and small talk that occur in
 almost every turn of a chat and never carry what a question asks about."""
 
 CJK_FILLER: Final[frozenset[str]] = frozenset(
-    """
-    哈哈 呵呵 嘿嘿 嗯嗯 好的 好吧 不错 厉害 真棒 太棒 棒了 确实 是啊 对啊 好啊 可以 没事 加油
-    开心 高兴 有趣 羡慕 不过 真的 其实 感觉 觉得 一起 一下 一点 有点 怎么 什么 知道 然后
-    """.split()
+    [
+        "哈哈",
+        "呵呵",
+        "嘿嘿",
+        "嗯嗯",
+        "好的",
+        "好吧",
+        "不错",
+        "厉害",
+        "真棒",
+        "太棒",
+        "棒了",
+        "确实",
+        "是啊",
+        "对啊",
+        "好啊",
+        "可以",
+        "没事",
+        "加油",
+        "开心",
+        "高兴",
+        "有趣",
+        "羡慕",
+        "不过",
+        "真的",
+        "其实",
+        "感觉",
+        "觉得",
+        "一起",
+        "一下",
+        "一点",
+        "有点",
+        "怎么",
+        "什么",
+        "知道",
+        "然后",
+    ]
 )
 """Chinese chat filler (two-character forms, as the bigram analyser sees them)."""
 
@@ -90,14 +209,23 @@ def _cjk_terms(run: str, out: list[str]) -> None:
             out.append(bg)
 
 
+@functools.lru_cache(maxsize=64)
+def _extra_tables(extra: tuple[str, ...]) -> tuple[frozenset[str], re.Pattern[str] | None]:
+    """Case-folded Latin extra stopwords, and a pattern cutting CJK runs at the CJK ones."""
+    words = frozenset(e.casefold() for e in extra if e)
+    cjk = sorted((w for w in words if _CJK_RUN.fullmatch(w)), key=lambda w: (-len(w), w))
+    return words, re.compile("|".join(map(re.escape, cjk))) if cjk else None
+
+
 def search_terms(text: str, extra_stopwords: Iterable[str] = ()) -> list[str]:
     """The search terms of ``text`` in text order (duplicates kept).
 
-    ``extra_stopwords`` (``keywords.extraStopwords``) are dropped as well: a Latin
-    stopword by its case-folded form, a CJK one by every bigram of it.
+    ``extra_stopwords`` (``keywords.extraStopwords``) are dropped as well: a Latin one
+    by its case-folded form; a CJK one cuts the run it occurs in, as in the keyword
+    tokenizer ("星港项目" without "星港" leaves "项目").
     """
     norm = normalize_text(text).casefold()
-    extra = {e.casefold() for e in extra_stopwords if isinstance(e, str) and e}
+    extra, cut = _extra_tables(tuple(e for e in extra_stopwords if isinstance(e, str)))
     out: list[str] = []
     for m in _SCAN.finditer(norm):
         lat = m.group("lat")
@@ -105,11 +233,10 @@ def search_terms(text: str, extra_stopwords: Iterable[str] = ()) -> list[str]:
             if len(lat) < 2 or lat in _EN_DROP or lat in extra:
                 continue
             out.append(lat if lat[0].isdigit() else stem_word(lat))
-        else:
+        elif cut is None:
             _cjk_terms(m.group("cjk"), out)
-    if extra:
-        drop = {e for e in extra if _CJK_RUN.fullmatch(e)}
-        if drop:
-            grams = {e[i : i + 2] for e in drop for i in range(max(1, len(e) - 1))}
-            out = [t for t in out if t not in grams]
+        else:
+            for piece in cut.split(m.group("cjk")):
+                if piece:
+                    _cjk_terms(piece, out)
     return out

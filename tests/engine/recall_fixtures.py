@@ -81,6 +81,9 @@ class Entry:
     beta: float = 0.0
     scored: bool = True
     title: str = ""
+    events: list[str] | None = None
+    persons: list[str] | None = None
+    locations: list[str] | None = None
 
 
 @dataclass

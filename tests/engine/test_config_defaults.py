@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from engine.config import (
+    BEYOND_REFERENCE,
     ENGINE_DEFAULTS,
     PRODUCT_OVERRIDES,
     MemoryConfig,
@@ -55,14 +56,18 @@ def diff(a: Any, b: Any, path: str = "") -> list[str]:
 
 
 def test_packaged_config_differs_from_engine_defaults_in_exactly_six_places() -> None:
+    """Six documented reference differences, plus the product's own (rollback switches)."""
     packaged = orjson.loads((REPO_ROOT / "config.json").read_bytes())
-    assert sorted(diff(ENGINE_DEFAULTS, packaged)) == sorted(PRODUCT_OVERRIDES)
-    for dotted, value in PRODUCT_OVERRIDES.items():
+    overrides = {**PRODUCT_OVERRIDES, **BEYOND_REFERENCE}
+    assert sorted(diff(ENGINE_DEFAULTS, packaged)) == sorted(overrides)
+    for dotted, value in overrides.items():
         node: Any = packaged
         for part in dotted.split("."):
             node = node[part]
         assert node == value
     assert len(PRODUCT_OVERRIDES) == 6
+    assert BEYOND_REFERENCE == {"recall.mode": "ranked"}
+    assert ENGINE_DEFAULTS["recall"]["mode"] == "fair"
 
 
 def test_the_six_differences_are_the_documented_ones() -> None:
@@ -140,7 +145,8 @@ def test_model_of_defaults_dumps_back_to_the_defaults() -> None:
 
 def test_key_count() -> None:
     # 1 top-level switch + every leaf of every section; a guard against silent loss.
-    assert len(list(leaves(ENGINE_DEFAULTS))) == 161
+    # 161 of the reference + the 3 keys of recall.ranked (ours).
+    assert len(list(leaves(ENGINE_DEFAULTS))) == 164
 
 
 def test_engine_defaults_returns_an_independent_copy() -> None:
@@ -325,6 +331,10 @@ def test_reference_table_covers_every_key() -> None:
         "recall.computeDates",
         "importance.weights",
         "recall.categoryMatch.classes",
+        # ours, beyond the reference (recall.mode = "ranked")
+        "recall.ranked.minRelativeScore",
+        "recall.ranked.alphaPrior",
+        "recall.ranked.keepRounds",
     }
     assert set(REFERENCE_DEFAULTS) | not_in_table == {path for path, _ in leaves(ENGINE_DEFAULTS)}
 

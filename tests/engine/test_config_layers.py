@@ -194,7 +194,7 @@ def test_forbidden_keys_are_dropped_at_every_level(key: str) -> None:
 def test_forbidden_keys_in_env_json_values_are_dropped() -> None:
     env = {"ROFMD_CONFIG__RECALL": '{"__proto__": {"mode": "legacy"}, "hops": 1}'}
     result = load_config(None, env)
-    assert result.config.recall.mode == "fair"
+    assert result.config.recall.mode == "ranked"  # the packaged value, untouched
     assert result.config.recall.hops == 1
     assert "__proto__" not in orjson.dumps(result.raw).decode()
 

@@ -1,0 +1,107 @@
+"""Relevance-first selection, `recall.mode = "ranked"` (the packaged default; beyond the
+reference, whose `fair` mode stays as the rollback switch).
+
+Why: FAIR-DRI (`engine.recall.fair`) orders the candidates of a message by α, then age.
+When a question's words hit most folders (a speaker's name, a common word), its picks
+are simply the highest-α folders left, whatever was asked, and its ledger keeps a memory
+that surfaced once away for `cooldownRounds`, so a conversation's block freezes.
+
+One round, no randomness, no clock:
+
+1. The message's search terms (`engine.relevance.analyzer`) are scored against every
+   scored folder with BM25F (`engine.relevance.index.RelevanceIndex`: text plus boosted
+   title, keywords, events, persons, locations). α is a mild prior,
+   `score × (1 + alphaPrior × (α − 0.5))` (±10% by default), never the main order,
+   so a low-α folder that answers the question beats a high-α one that does not.
+   Folders under `recall.minAlpha` are left out; so is everything scoring under
+   `minRelativeScore` × the best score (weak matches would only crowd the block).
+2. The relevant folders are walked best first, ties by folder id. One already in the
+   block is not re-injected: it counts as served and is marked *needed* this round.
+   Every other one is picked, until k folders (the quota of `effective_quota`) are
+   served. Nothing is excluded for having surfaced before: a memory evicted when the
+   conversation moved on comes back as soon as a message needs it again.
+3. When nothing scores (a message whose words are all stopwords, say), the reference's
+   keyword and category candidates are used instead, in FAIR-DRI's σ order
+   (α desc, createdAt asc, id asc), so category questions ("我喜欢什么") still work.
+
+The block then follows the conversation (`engine.recall.round.trim_ranked`): memories no
+message needed for more than `keepRounds` rounds leave first, then, over the caps, the
+least relevant to the current message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.config import MemoryConfig
+from engine.recall.candidates import CandidateIndex, Matches
+from engine.recall.fair import Pick, Selection, copy_lanes
+from engine.recall.query import Query
+from engine.recall.state import RecallState
+from engine.relevance.index import RelevanceIndex
+
+__all__ = ["RANKED_LANE", "RankedSelection", "select_ranked"]
+
+RANKED_LANE = "ranked"
+FALLBACK_LANE = "keyword"
+
+
+@dataclass
+class RankedSelection:
+    """The picks of one ranked round and how relevant each folder was to the message."""
+
+    selection: Selection
+    needed: dict[str, float] = field(default_factory=dict)  # folder id -> score
+    terms: int = 0
+
+
+def select_ranked(
+    relevance: RelevanceIndex,
+    index: CandidateIndex,
+    matches: Matches,
+    query: Query,
+    state: RecallState,
+    cfg: MemoryConfig,
+    k: int,
+) -> RankedSelection:
+    """Steps 1-3 for round `state.round + 1`; `state` is not changed."""
+    rc = cfg.recall
+    sel = Selection(lanes=copy_lanes(state.lanes))
+    out = RankedSelection(sel)
+    if k <= 0:
+        return out
+    terms = relevance.query_terms(query.text)
+    out.terms = len(terms)
+    in_block = set(state.ids())
+    ranked = relevance.rank(
+        terms,
+        limit=k + len(in_block),
+        alpha_prior=rc.ranked.alpha_prior,
+        min_alpha=rc.min_alpha,
+        min_relative=rc.ranked.min_relative_score,
+    )
+    by_id = index.by_id
+    served = 0
+    if ranked.ids:
+        out.needed = dict(zip(ranked.ids, ranked.scores, strict=True))
+        for fid in ranked.ids:
+            if served >= k:
+                break
+            n = by_id.get(fid)
+            if n is None:
+                continue
+            served += 1
+            if fid not in in_block:
+                sel.picks.append(Pick(n, fid, RANKED_LANE))
+        sel.pops = len(sel.picks)
+        return out
+    folders = index.folders
+    pool = sorted(
+        (n for n in matches.candidates if folders[n].id not in in_block),
+        key=lambda n: (-folders[n].alpha, folders[n].created_at, folders[n].id),
+    )
+    for n in pool[:k]:
+        sel.picks.append(Pick(n, folders[n].id, FALLBACK_LANE))
+    out.needed = {folders[n].id: 0.0 for n in matches.candidates}
+    sel.pops = len(sel.picks)
+    return out
