@@ -69,9 +69,16 @@ def json_number_normalise(value: Any) -> Any:
     JSON (and the reference's JavaScript) has one number type: ``60`` and ``60.0`` are
     the same value. Python keeps them apart, and a float-typed field turns ``60`` into
     ``60.0``; normalising keeps dumps identical to the config file and fingerprints
-    independent of how a number was spelt.
+    independent of how a number was spelt. Only floats inside the signed 64-bit range
+    become ints: JSON writers (orjson among them) refuse larger integers, while the
+    float itself is writable.
     """
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+    if (
+        isinstance(value, float)
+        and math.isfinite(value)
+        and value.is_integer()
+        and -(2**63) <= value < 2**63
+    ):
         return int(value)
     if isinstance(value, Mapping):
         return {k: json_number_normalise(v) for k, v in value.items()}

@@ -393,3 +393,9 @@ def test_any_json_layers_build_a_valid_config(layers: list[dict[str, Any]]) -> N
     assert cfg.time.judge_event_time is False
     assert cfg.storage.dir.strip()
     assert len(fingerprint(cfg)) == 64
+
+
+def test_a_huge_integral_float_in_an_open_object_still_fingerprints() -> None:
+    # found by the property test above: 2**64 as a float became an int orjson refuses
+    cfg = build_config([("user", {"importance": {"weights": {"": 1.8446744073709552e19}}})])
+    assert len(fingerprint(cfg.config)) == 64
