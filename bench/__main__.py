@@ -13,6 +13,7 @@ import orjson
 
 from bench.archive import run_archive
 from bench.ping import run_ping
+from bench.ranked import run_ranked_bench
 from bench.recall import run_recall_bench
 from tests.e2e.harness import running_daemon
 
@@ -50,6 +51,13 @@ def main(argv: list[str] | None = None) -> int:
     results["recall"] = recall_rows
     _print_rows(
         "automatic recall round vs bm25s top-10 (same folders' keywords, same queries)", recall_rows
+    )
+    ranked_rows = run_ranked_bench(sizes, 300 // scale)
+    results["ranked"] = ranked_rows
+    _print_rows(
+        "ranked recall (selection, and the whole round) vs bm25s top-10"
+        " (same folders' documents, same query terms, interleaved)",
+        ranked_rows,
     )
     out = args.json or Path("bench/results/latest.json")
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,11 @@ weighted term frequency and a document length stay integers). Terms come from
 `engine.relevance.analyzer.search_terms`. Scoring is Okapi BM25 (k1 1.2, b 0.75,
 idf ln(1 + (N − df + 0.5) / (df + 0.5))) over the live documents.
 
+Length normalisation uses the average document length quantised to steps of 2^(1/8)
+(`_renorm`), so each posting's tf part is computed when it is added and a query only
+multiplies by idf: no per-query work proportional to anything but the postings of
+its own terms.
+
 Why an inverted index of our own, not `bm25s` or `tantivy`: the index must follow the
 store in place (every archive, judge, re-archive and removal changes a few folders
 of thousands), answer a query in well under a millisecond at 10^4 folders from the
@@ -20,8 +25,9 @@ of the documents are dead. Every quantity in a score is an integer until the fin
 float expression, which is evaluated term by term in query order, so the score of a
 folder does not depend on its document number or on the history of the index.
 
-A folder's text terms are cached by folder id (text never changes for an id), so a
-judge that rewrites keywords re-reads nothing from disk.
+A folder's text is read once, when it is added: a judge that rewrites its keywords
+gets the text terms back from the document minus its old fields, reading nothing.
+
 """
 
 from __future__ import annotations
@@ -56,8 +62,8 @@ what questions are asked with; the title is the folder's first line, already in 
 text, so it counts once more."""
 
 _COMPACT_DEAD_SHARE = 1 / 3
-
-TermCounts = tuple[tuple[str, int], ...]
+_AVGDL_STEPS_PER_DOUBLING = 8
+_TINY = float(np.finfo(np.float64).tiny)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +84,12 @@ def _signature(entry: Any) -> tuple[Any, ...]:
         tuple(entry.persons or ()),
         tuple(entry.locations or ()),
     )
+
+
+def _quantise(avgdl: float) -> float:
+    """`avgdl` rounded to the nearest power of 2^(1/8) (see `RelevanceIndex._renorm`)."""
+    steps = round(math.log2(avgdl) * _AVGDL_STEPS_PER_DOUBLING)
+    return float(2.0 ** (steps / _AVGDL_STEPS_PER_DOUBLING))
 
 
 def _count(terms: Iterable[str], boost: int, into: Counter[str]) -> None:
@@ -107,11 +119,14 @@ class RelevanceIndex:
         self.by_id: dict[str, int] = {}
         self._sigs: dict[str, tuple[Any, ...]] = {}
         self._entries: dict[str, Any] = {}
-        self._text_cache: dict[str, TermCounts] = {}
-        # terms
+        # the α prior per document for one (alphaPrior, minAlpha), until α changes
+        self._prior_cache: tuple[tuple[float, float], npt.NDArray[np.float64]] | None = None
+        # terms: postings (doc numbers ascending), weighted tf, BM25 tf part (float32)
         self._tids: dict[str, int] = {}
         self._post_docs: list[array[int]] = []
         self._post_tf: list[array[int]] = []
+        self._post_norm: list[array[float]] = []
+        self._avgdl_q = 0.0  # the quantised average length the tf parts were made with
         self._df = array("q")
         self._live_docs = 0
         self._total_len = 0
@@ -135,25 +150,39 @@ class RelevanceIndex:
         return folder_id in self.by_id
 
     # -- building -------------------------------------------------------------------
-    def _text_terms(self, folder_id: str) -> TermCounts:
-        cached = self._text_cache.get(folder_id)
-        if cached is None:
-            counts = Counter(search_terms(self._text_of(folder_id), self.extra_stopwords))
-            cached = tuple(counts.items())
-            self._text_cache[folder_id] = cached
-        return cached
-
-    def _document(self, entry: Any) -> Counter[str]:
+    def _field_counts(self, entry: Any) -> Counter[str]:
+        """The boosted terms of an entry's fields (everything but the text)."""
         counts: Counter[str] = Counter()
         extra = self.extra_stopwords
-        for term, tf in self._text_terms(entry.id):
-            counts[term] += tf * FIELD_BOOSTS["text"]
         _count(search_terms(entry.title or "", extra), FIELD_BOOSTS["title"], counts)
         for name in ("keywords", "events", "persons", "locations"):
-            values = getattr(entry, name, None) or ()
-            for value in values:
+            for value in getattr(entry, name, None) or ():
                 _count(search_terms(str(value), extra), FIELD_BOOSTS[name], counts)
         return counts
+
+    def _text_counts(self, folder_id: str) -> dict[int, int]:
+        """Term id -> tf of a folder's text, read through `text_of`."""
+        out: dict[int, int] = {}
+        tid_of = self._tid
+        for term in search_terms(self._text_of(folder_id), self.extra_stopwords):
+            tid = tid_of(term)
+            out[tid] = out.get(tid, 0) + FIELD_BOOSTS["text"]
+        return out
+
+    def _text_of_live(self, folder_id: str) -> dict[int, int]:
+        """The text counts of an indexed folder, without reading it again: its document
+        minus the boosted fields of the entry it was built from."""
+        d = self.by_id[folder_id]
+        terms = self._doc_terms[d]
+        out = dict(zip(terms[0], terms[1], strict=True)) if terms is not None else {}
+        for term, tf in self._field_counts(self._entries[folder_id]).items():
+            tid = self._tids[term]
+            left = out[tid] - tf
+            if left:
+                out[tid] = left
+            else:
+                del out[tid]
+        return out
 
     def _tid(self, term: str) -> int:
         tid = self._tids.get(term)
@@ -162,23 +191,33 @@ class RelevanceIndex:
             self._tids[term] = tid
             self._post_docs.append(array("i"))
             self._post_tf.append(array("i"))
+            self._post_norm.append(array("f"))
             self._df.append(0)
         return tid
 
-    def _add(self, entry: Any) -> None:
-        counts = self._document(entry)
+    def _add(self, entry: Any, text: dict[int, int] | None = None) -> None:
+        counts = self._text_counts(entry.id) if text is None else dict(text)
+        tid_of = self._tid
+        for term, tf in self._field_counts(entry).items():
+            tid = tid_of(term)
+            counts[tid] = counts.get(tid, 0) + tf
         d = len(self._doc_ids)
-        tids = array("i")
-        tfs = array("i")
-        for term in sorted(counts):
-            tid = self._tid(term)
-            tf = counts[term]
-            self._post_docs[tid].append(d)
-            self._post_tf[tid].append(tf)
-            self._df[tid] += 1
-            tids.append(tid)
-            tfs.append(tf)
-        length = sum(counts.values())
+        tids = array("i", counts)
+        tfs = array("i", counts.values())
+        length = sum(tfs)
+        post_docs, post_tf, post_norm, df = (
+            self._post_docs,
+            self._post_tf,
+            self._post_norm,
+            self._df,
+        )
+        k1 = BM25_K1
+        denom = k1 * (1.0 - BM25_B + BM25_B * length / self._avgdl_q) if self._avgdl_q else k1
+        for tid, tf in counts.items():
+            post_docs[tid].append(d)
+            post_tf[tid].append(tf)
+            post_norm[tid].append(tf * (k1 + 1.0) / (tf + denom))
+            df[tid] += 1
         self._doc_ids.append(entry.id)
         self._live.append(1)
         self._len.append(length)
@@ -190,12 +229,10 @@ class RelevanceIndex:
         self._live_docs += 1
         self._total_len += length
 
-    def _kill(self, folder_id: str, *, forget_text: bool) -> None:
+    def _kill(self, folder_id: str) -> None:
         d = self.by_id.pop(folder_id)
         del self._sigs[folder_id]
         del self._entries[folder_id]
-        if forget_text:
-            self._text_cache.pop(folder_id, None)
         terms = self._doc_terms[d]
         if terms is not None:
             for tid in terms[0]:
@@ -233,16 +270,23 @@ class RelevanceIndex:
                 if self._sigs[fid] == _signature(entry):
                     known[fid] = entry
                     self._alpha[self.by_id[fid]] = float(entry.alpha)
+                    self._prior_cache = None
                     continue
-                self._kill(fid, forget_text=False)
-            self._add(entry)
+                text = self._text_of_live(fid)
+                self._kill(fid)
+                self._add(entry, text)
+            else:
+                self._add(entry)
             changes += 1
         if len(seen) != len(known):
             for fid in [f for f in known if f not in seen]:
-                self._kill(fid, forget_text=True)
+                self._kill(fid)
                 changes += 1
         if self._dead > _COMPACT_DEAD_SHARE * max(1, len(self._doc_ids)):
             self._compact()
+        if changes:
+            self._prior_cache = None
+            self._renorm()
         self.version = version
         return changes
 
@@ -253,15 +297,17 @@ class RelevanceIndex:
         n_terms = len(self._post_docs)
         post_docs = [array("i") for _ in range(n_terms)]
         post_tf = [array("i") for _ in range(n_terms)]
+        post_norm = [array("f") for _ in range(n_terms)]
         for tid in range(n_terms):
-            docs, tfs = self._post_docs[tid], self._post_tf[tid]
-            nd, nt = post_docs[tid], post_tf[tid]
-            for d, tf in zip(docs, tfs, strict=True):
+            docs, tfs, norms = self._post_docs[tid], self._post_tf[tid], self._post_norm[tid]
+            nd, nt, nn = post_docs[tid], post_tf[tid], post_norm[tid]
+            for d, tf, norm in zip(docs, tfs, norms, strict=True):
                 new = remap.get(d)
                 if new is not None:
                     nd.append(new)
                     nt.append(tf)
-        self._post_docs, self._post_tf = post_docs, post_tf
+                    nn.append(norm)
+        self._post_docs, self._post_tf, self._post_norm = post_docs, post_tf, post_norm
         self._doc_ids = [self._doc_ids[d] for d in live]
         self._live = bytearray(b"\x01" * len(live))
         self._len = array("q", (self._len[d] for d in live))
@@ -270,38 +316,92 @@ class RelevanceIndex:
         self.by_id = {fid: n for n, fid in enumerate(self._doc_ids)}
         self._dead = 0
 
+    def _renorm(self) -> None:
+        """Recompute every posting's tf part when the quantised average length moved.
+
+        BM25's length normalisation uses the average document length, which moves with
+        every folder. Quantised to steps of 2^(1/8) (≈ 9%), it stays put for long runs
+        of changes, so each posting's tf part `tf (k1 + 1) / (tf + k1 (1 − b + b dl /
+        avgdl))` is computed once, when it is added, and a query only multiplies by
+        idf. The quantised value is a function of the live documents alone, so a fresh
+        build and an index updated in place hold the same numbers.
+        """
+        avgdl_q = _quantise(self._total_len / self._live_docs) if self._live_docs else 0.0
+        if avgdl_q == self._avgdl_q:
+            return
+        self._avgdl_q = avgdl_q
+        if not avgdl_q:
+            return
+        lens = np.frombuffer(self._len, dtype=np.int64)
+        k1, b = BM25_K1, BM25_B
+        for tid, docs in enumerate(self._post_docs):
+            if not docs:
+                continue
+            d = np.frombuffer(docs, dtype=np.int32)
+            tf = np.frombuffer(self._post_tf[tid], dtype=np.int32).astype(np.float64)
+            norm = tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * lens[d] / avgdl_q))
+            self._post_norm[tid] = array("f", norm.astype(np.float32).tobytes())
+
     # -- querying -------------------------------------------------------------------
     def query_terms(self, text: str) -> list[str]:
         """The distinct search terms of a query, in order."""
         return list(dict.fromkeys(search_terms(text, self.extra_stopwords)))
 
-    def scores(self, terms: Sequence[str]) -> npt.NDArray[np.float64]:
-        """BM25 score of every document number (0 for dead documents and non-matches)."""
+    def scores(
+        self, terms: Sequence[str], *, alpha_prior: float = 0.0, min_alpha: float = 0.0
+    ) -> npt.NDArray[np.float64]:
+        """Score of every document number: Σ over the distinct `terms` of idf × the
+        posting's tf part, times the document's α prior `1 + alpha_prior × (α − 0.5)`
+        (0 below `min_alpha`); 0 for dead documents and non-matches.
+
+        `bincount` adds each term's contribution in query order (it walks its input in
+        order), so a folder's score is the same float whatever its document number.
+        """
         n = len(self._doc_ids)
-        acc = np.zeros(n, dtype=np.float64)
         live = self._live_docs
         if not live or not terms:
-            return acc
-        avgdl = self._total_len / live
-        lens = np.frombuffer(self._len, dtype=np.int64)
-        k1, b = BM25_K1, BM25_B
-        matched = False
-        for term in terms:
-            tid = self._tids.get(term)
+            return np.zeros(n, dtype=np.float64)
+        docs: list[npt.NDArray[np.int32]] = []
+        weights: list[npt.NDArray[np.float64]] = []
+        tids, df_of = self._tids, self._df
+        for term in dict.fromkeys(terms):
+            tid = tids.get(term)
             if tid is None:
                 continue
-            df = int(self._df[tid])
+            df = df_of[tid]
             if df <= 0:
                 continue
-            matched = True
             idf = math.log(1.0 + (live - df + 0.5) / (df + 0.5))
-            docs = np.frombuffer(self._post_docs[tid], dtype=np.int32)
-            tf = np.frombuffer(self._post_tf[tid], dtype=np.int32).astype(np.float64)
-            norm = k1 * (1.0 - b + b * lens[docs] / avgdl)
-            acc[docs] += idf * tf * (k1 + 1.0) / (tf + norm)
-        if matched and self._dead:
-            acc *= np.frombuffer(self._live, dtype=np.uint8)
+            docs.append(np.frombuffer(self._post_docs[tid], dtype=np.int32))
+            weights.append(np.frombuffer(self._post_norm[tid], dtype=np.float32) * np.float64(idf))
+        if not docs:
+            return np.zeros(n, dtype=np.float64)
+        if len(docs) == 1:
+            summed = np.bincount(docs[0], weights=weights[0], minlength=n)
+        else:
+            summed = np.bincount(np.concatenate(docs), weights=np.concatenate(weights), minlength=n)
+        # bincount with float weights sums in float64 (its stubs only know the int form)
+        acc: npt.NDArray[np.float64] = np.asarray(summed, dtype=np.float64)
+        factor = self._factor(alpha_prior, min_alpha)
+        if factor is not None:
+            acc *= factor
         return acc
+
+    def _factor(self, alpha_prior: float, min_alpha: float) -> npt.NDArray[np.float64] | None:
+        """Per document: the α prior, 0 below `min_alpha` and 0 when dead (cached)."""
+        if not alpha_prior and min_alpha <= 0.0 and not self._dead:
+            return None
+        key = (alpha_prior, min_alpha)
+        if self._prior_cache is not None and self._prior_cache[0] == key:
+            return self._prior_cache[1]
+        alpha = np.frombuffer(self._alpha, dtype=np.float64)
+        vec = 1.0 + alpha_prior * (alpha - 0.5)
+        if min_alpha > 0.0:
+            vec = np.where(alpha >= min_alpha, vec, 0.0)
+        if self._dead:
+            vec = vec * np.frombuffer(self._live, dtype=np.uint8)
+        self._prior_cache = (key, vec)
+        return vec
 
     def rank(
         self,
@@ -313,27 +413,18 @@ class RelevanceIndex:
         min_relative: float = 0.0,
     ) -> Ranked:
         """The best `limit` folders for `terms` (every folder tied with the last one
-        included), after the α prior `score × (1 + alpha_prior × (α − 0.5))`, without
-        folders below `min_alpha` or under `min_relative` × the best score; ties go by
-        folder id, so the order never depends on document numbers."""
-        acc = self.scores(terms)
-        if limit <= 0 or not acc.size:
+        included) by :meth:`scores`, without those under `min_relative` × the best
+        score; ties go by folder id, so the order never depends on document numbers."""
+        if limit <= 0:
             return Ranked((), ())
-        hit = np.flatnonzero(acc > 0.0)
-        if not hit.size:
+        acc = self.scores(terms, alpha_prior=alpha_prior, min_alpha=min_alpha)
+        if not acc.size:
             return Ranked((), ())
-        alpha = np.frombuffer(self._alpha, dtype=np.float64)[hit]
+        best = float(acc.max())
+        if best <= 0.0:
+            return Ranked((), ())
+        hit = np.flatnonzero(acc >= max(best * min_relative, _TINY))
         score = acc[hit]
-        if alpha_prior:
-            score = score * (1.0 + alpha_prior * (alpha - 0.5))
-        if min_alpha > 0.0:
-            keep = alpha >= min_alpha
-            hit, score = hit[keep], score[keep]
-            if not hit.size:
-                return Ranked((), ())
-        if min_relative > 0.0:
-            keep = score >= min_relative * float(score.max())
-            hit, score = hit[keep], score[keep]
         if hit.size > limit:
             cut = float(np.partition(score, hit.size - limit)[hit.size - limit])
             keep = score >= cut

@@ -1,0 +1,222 @@
+"""`ranked` recall at 10^3-10^5 folders against bm25s over the same documents.
+
+The folders are synthetic: each has a text of 30-90 words drawn from a Zipf-like
+vocabulary of English words and Chinese characters (a few very common words, a long
+tail of rare ones) and 3-16 keywords from the same vocabulary. A query is 2-6 words of
+the vocabulary (the common ones included, as real questions do).
+
+* bm25s: the folders' documents as the relevance index sees them (the same search
+  terms: text plus boosted fields, from `engine.relevance.analyzer`), pre-tokenised;
+  the query's search terms; top-10 (`retrieve`, which scores and selects).
+* rofmd selection: `select_ranked` (score every folder with BM25F, α prior, relative
+  threshold, the walk that picks k = 10), what the issue's budget compares with bm25s.
+* rofmd round: the whole `run_round` (query analysis, keyword candidates, selection,
+  commit, block trimming, rendering) with an in-memory loader instead of the disk
+  read of the picked folders, a fresh state per query.
+
+The two are timed interleaved, query by query, so the machine's state is shared.
+Reported: medians and p99 (ms), the ratio of the medians, build times and the traced
+memory of the relevance index.
+"""
+
+from __future__ import annotations
+
+import gc
+import random
+import statistics
+import time
+import tracemalloc
+from collections import Counter
+from typing import Any
+
+from engine.recall import Addition, CandidateIndex, RecallState, analyze_query, run_round
+from engine.recall.fair import Pick
+from engine.recall.ranked import select_ranked
+from engine.relevance.analyzer import search_terms
+from engine.relevance.index import FIELD_BOOSTS, RelevanceIndex
+from tests.engine.recall_fixtures import Entry, config
+
+_EN = [
+    "budget",
+    "guitar",
+    "marathon",
+    "pottery",
+    "sushi",
+    "camping",
+    "violin",
+    "chess",
+    "tango",
+    "deploy",
+    "server",
+    "port",
+    "release",
+    "freeze",
+    "invoice",
+    "contract",
+    "client",
+    "meeting",
+    "review",
+    "design",
+    "database",
+    "cache",
+    "proxy",
+    "garden",
+    "recipe",
+    "concert",
+    "ticket",
+    "flight",
+    "hotel",
+    "museum",
+    "painting",
+    "novel",
+    "podcast",
+    "puppy",
+    "kitten",
+    "bakery",
+    "coffee",
+    "tea",
+    "lesson",
+    "course",
+    "exam",
+    "project",
+    "launch",
+    "migration",
+    "backup",
+    "cluster",
+]
+_CJK = "星港项目接口网关灰度比例登录重构日本旅行方案评审故障排查数据库缓存部署监控告警预算会议合同客户需求测试发布"
+
+
+def _vocab(rng: random.Random, size: int) -> list[str]:
+    words: list[str] = list(_EN)
+    seen = set(words)
+    while len(words) < size:
+        if rng.random() < 0.5:
+            w = "".join(rng.choice(_CJK) for _ in range(rng.randint(2, 3)))
+        else:
+            w = f"{rng.choice(_EN)}{rng.choice('abcdefghklmnprstvz')}{rng.randint(1, 999)}"
+        if w not in seen:
+            seen.add(w)
+            words.append(w)
+    return words
+
+
+def _zipf(rng: random.Random, vocab: list[str]) -> str:
+    return vocab[min(len(vocab) - 1, int(len(vocab) * rng.random() ** 3))]
+
+
+def make_corpus(n: int, seed: int = 11) -> tuple[list[Entry], dict[str, str], list[str]]:
+    rng = random.Random(seed)
+    vocab = _vocab(rng, max(3000, n // 3))
+    base = 1_780_000_000_000
+    entries: list[Entry] = []
+    texts: dict[str, str] = {}
+    for i in range(n):
+        fid = f"mem-{i:08d}"
+        texts[fid] = " ".join(_zipf(rng, vocab) for _ in range(rng.randint(30, 90)))
+        kws = list(dict.fromkeys(_zipf(rng, vocab) for _ in range(rng.randint(3, 16))))
+        entries.append(Entry(fid, round(rng.uniform(0.01, 1.0), 4), base + i * 1000, kws))
+    queries = [" ".join(_zipf(rng, vocab) for _ in range(rng.randint(2, 6))) for _ in range(300)]
+    return entries, texts, queries
+
+
+def _documents(
+    index: RelevanceIndex, entries: list[Entry], texts: dict[str, str]
+) -> list[list[str]]:
+    """Each folder's terms as the relevance index counts them, for bm25s."""
+    docs: list[list[str]] = []
+    for e in entries:
+        counts: Counter[str] = Counter(search_terms(texts[e.id]))
+        for kw in e.keywords:
+            for term in index.query_terms(kw):
+                counts[term] += FIELD_BOOSTS["keywords"]
+        docs.append([t for t, c in sorted(counts.items()) for _ in range(c)])
+    return docs
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))]
+
+
+def run_ranked_bench(sizes: tuple[int, ...], queries_per_size: int = 300) -> list[dict[str, Any]]:
+    """One row per size."""
+    import bm25s  # type: ignore[import-untyped]
+
+    cfg = config(mode="ranked")
+    rows = []
+    for n in sizes:
+        entries, texts, queries = make_corpus(n)
+        queries = queries[:queries_per_size]
+        gc.collect()
+        tracemalloc.start()
+        t0 = time.perf_counter()
+        rel = RelevanceIndex(texts.__getitem__)
+        rel.sync(entries)
+        build_s = time.perf_counter() - t0
+        mem_mb = tracemalloc.get_traced_memory()[0] / 1e6
+        tracemalloc.stop()
+        index = CandidateIndex(entries, cfg, n)
+        docs = _documents(rel, entries, texts)
+        t1 = time.perf_counter()
+        retriever = bm25s.BM25()
+        retriever.index(docs, show_progress=False)
+        bm_build = time.perf_counter() - t1
+        del docs
+
+        def loader(p: Pick, index: CandidateIndex = index) -> Addition:
+            f = index.folders[index.by_id[p.id]]
+            return Addition(
+                f.id, f.alpha, f.beta, f.created_at, keywords=list(f.keywords), body="x"
+            )
+
+        sel_ms: list[float] = []
+        round_ms: list[float] = []
+        bm_ms: list[float] = []
+        picked = 0
+        for q in queries:
+            query = analyze_query(q, cfg)
+            terms = rel.query_terms(q) or ["_"]
+            state = RecallState(persist=False)
+            matches = index.match(query, min_alpha=cfg.recall.min_alpha)
+            t2 = time.perf_counter()
+            sel = select_ranked(rel, index, matches, query, state, cfg, 10)
+            t3 = time.perf_counter()
+            retriever.retrieve([terms], k=min(10, n), show_progress=False)
+            t4 = time.perf_counter()
+            out = run_round(
+                None,
+                index,
+                state,
+                query,
+                cfg,
+                now_ms=0,
+                turn=1,
+                session_key="bench",
+                loader=loader,
+                relevance=rel,
+            )
+            t5 = time.perf_counter()
+            sel_ms.append((t3 - t2) * 1000)
+            bm_ms.append((t4 - t3) * 1000)
+            round_ms.append((t5 - t4) * 1000)
+            picked += len(out.recalled)
+            assert len(sel.selection.picks) <= 10
+        sel_med, bm_med, round_med = (statistics.median(x) for x in (sel_ms, bm_ms, round_ms))
+        rows.append(
+            {
+                "folders": n,
+                "select_p50": round(sel_med, 3),
+                "select_p99": round(_pct(sel_ms, 99), 3),
+                "round_p50": round(round_med, 3),
+                "bm25s_p50": round(bm_med, 3),
+                "bm25s_p99": round(_pct(bm_ms, 99), 3),
+                "select/bm25s": round(sel_med / bm_med, 2) if bm_med else None,
+                "round/bm25s": round(round_med / bm_med, 2) if bm_med else None,
+                "build_s": round(build_s, 2),
+                "bm25s_build_s": round(bm_build, 2),
+                "index_mb": round(mem_mb, 1),
+                "picks/q": round(picked / len(queries), 1),
+            }
+        )
+    return rows
