@@ -22,6 +22,8 @@ import anyio
 import structlog
 
 from engine.config import MemoryConfig
+from engine.heuristic import with_batch
+from engine.relevance.stats import TermStats
 from engine.scoring.eras import SessionEraFacts, fake_window, folder_era, listed
 from engine.scoring.fallback import (
     FallbackDecision,
@@ -32,6 +34,7 @@ from engine.scoring.fallback import (
 from engine.scoring.readable import ReadableText, readable_text
 from engine.store import IndexEntry, StoreError, read_jsonl
 from handlers.context import RequestContext
+from handlers.recall_state import session_term_stats
 
 if TYPE_CHECKING:
     from handlers.app import App
@@ -126,17 +129,27 @@ def since_key(entry: IndexEntry) -> tuple[int, str]:
     return (entry.pendingSince or entry.createdAt, entry.id)
 
 
+def _session_stats(state: SessionState, cfg: MemoryConfig) -> TermStats | None:
+    """Document frequencies of the session's folders outside the batch being scored:
+    the scored folders, as the session's relevance index counts them (the batch is
+    pending, so the two never overlap). Blocking: the first call builds the index."""
+    return session_term_stats(state, cfg)
+
+
 def apply_heuristic(
     state: SessionState, cfg: MemoryConfig, ids: list[str], now_ms: int, reason: str
 ) -> list[str]:
-    """Score ``ids`` heuristically and write them (one atomic index update). Blocking."""
-    changes: dict[str, dict[str, Any]] = {}
-    for folder_id in ids:
-        if folder_id not in state.store:
-            continue
-        changes[folder_id] = heuristic_fields(heuristic_text(state, folder_id), cfg, now_ms)
-    if not changes:
+    """Score ``ids`` heuristically and write them (one atomic index update). Blocking.
+
+    Keywords are judged against the session: the document frequencies of this batch's
+    texts, plus the session's other folders when :func:`_session_stats` knows them."""
+    texts = {fid: heuristic_text(state, fid) for fid in dict.fromkeys(ids) if fid in state.store}
+    if not texts:
         return []
+    stats = with_batch(_session_stats(state, cfg), texts.values(), cfg.keywords.extra_stopwords)
+    changes: dict[str, dict[str, Any]] = {
+        fid: heuristic_fields(text, cfg, now_ms, stats) for fid, text in texts.items()
+    }
     state.store.update_metas(changes)
     state.store.append_stats(
         {"type": "heuristic-score", "time": now_ms, "count": len(changes), "reason": reason}

@@ -24,6 +24,7 @@ from engine.archive.plan import PlannedFolder, PreStepInput, PreStepPlan, node_t
 from engine.archive.plan import plan_pre_step as _plan_pre_step
 from engine.archive.surface import parse_surface
 from engine.config.model import MemoryConfig
+from engine.heuristic import with_batch
 from engine.scoring.fallback import heuristic_fields, heuristic_text
 from engine.store import SessionStore
 
@@ -182,9 +183,14 @@ def archive_conversation(
     if not plan.archives:
         return StandaloneArchive(plan)
     token, _ = archive_token(store, now_ms, plan.content_hash, 0)
+    texts = {id(f): heuristic_text(f.messages) for f in plan.folders}
+    stats = with_batch(None, texts.values(), cfg.keywords.extra_stopwords)
 
     def score(folder: PlannedFolder) -> Mapping[str, Any]:
-        return heuristic_fields(heuristic_text(folder.messages), cfg, now_ms)
+        text = texts.get(id(folder))
+        if text is None:
+            text = heuristic_text(folder.messages)
+        return heuristic_fields(text, cfg, now_ms, stats)
 
     out = commit_plan(
         store,

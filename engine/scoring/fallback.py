@@ -2,7 +2,7 @@
 
 :func:`decide` is the whole policy; the handler gathers its inputs and writes the
 scores. Heuristic folders are ``scored:true``, ``scoreMode:"heuristic"``, β 0, α from
-:mod:`engine.heuristic`, keywords from the tokenizer.
+:mod:`engine.heuristic`, keywords the folder's distinctive words.
 
 * ``compat.channelScore = "heuristic"`` in a QQ channel session: every listed pending
   folder is scored heuristically (§3.2.4), whatever ``scoring.fallback`` says.
@@ -30,6 +30,7 @@ from typing import Any
 
 from engine.config.model import MemoryConfig
 from engine.heuristic import heuristic_score
+from engine.relevance.stats import TermStats
 from engine.scoring.readable import ReadableText, flat_text, readable_text
 
 PAUSED_WARNING = (
@@ -105,9 +106,14 @@ def heuristic_text(messages: Sequence[Mapping[str, Any]]) -> str:
     return heuristic_source(readable_text(messages), lambda: messages)
 
 
-def heuristic_fields(text: str, cfg: MemoryConfig, now_ms: int) -> dict[str, Any]:
+def heuristic_fields(
+    text: str, cfg: MemoryConfig, now_ms: int, stats: TermStats | None = None
+) -> dict[str, Any]:
     """The meta fields of a heuristically scored folder: ``scored:true``, β 0, heuristic α
-    and keywords, every source ``heuristic``, ``judgedAt`` ``now_ms``."""
+    and keywords, every source ``heuristic``, ``judgedAt`` ``now_ms``.
+
+    ``stats``: document frequencies of the session's folders (``engine.heuristic.with_batch``
+    over the texts scored together), so keywords are what sets this folder apart."""
     score = heuristic_score(
         text,
         weights=cfg.importance.weights,
@@ -116,6 +122,7 @@ def heuristic_fields(text: str, cfg: MemoryConfig, now_ms: int) -> dict[str, Any
         keywords_min=cfg.keywords.min,
         keywords_max=cfg.keywords.max,
         extra_stopwords=cfg.keywords.extra_stopwords,
+        stats=stats,
     )
     return {
         "alpha": score.alpha,

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from engine.scoring.fallback import decide
+from engine.archive.standalone import archive_conversation
+from engine.config import load_config
+from engine.heuristic import with_batch
+from engine.scoring.fallback import decide, heuristic_fields
+from engine.store import open_session
 
 IDS = [f"mem-{i}" for i in range(5)]
 
@@ -50,3 +55,51 @@ def test_always_and_channel_score() -> None:
     assert run(fallback="always").heuristic_ids == tuple(IDS)
     d = run(fallback="never", channel_heuristic=True)
     assert d.heuristic_ids == tuple(IDS) and d.reason == "channelScore" and d.allow_archive
+
+
+# ---- heuristic fields: keywords judged against the folders scored together ------------
+
+TOPICS = (
+    *("pottery", "hiking", "jazz", "chess", "sourdough", "kayak"),
+    *("violin", "origami", "tennis", "karaoke", "bonsai", "fencing"),
+)
+
+
+def test_heuristic_fields_use_the_batch_stats() -> None:
+    cfg = load_config(None, {}).config
+    texts = [f"Starport news: we talked about {t} today" for t in TOPICS]
+    stats = with_batch(None, texts, cfg.keywords.extra_stopwords)
+    fields = heuristic_fields(texts[0], cfg, 123, stats)
+    assert fields["scored"] and fields["beta"] == 0.0 and fields["judgedAt"] == 123
+    assert fields["scoreMode"] == fields["keywordsSource"] == "heuristic"
+    assert "pottery" in fields["keywords"] and "Starport" not in fields["keywords"]
+    alone = heuristic_fields(texts[0], cfg, 123)
+    assert "Starport" in alone["keywords"]  # nothing to compare with
+    assert alone["alpha"] == fields["alpha"]  # α does not depend on the corpus
+
+
+def test_standalone_archive_scores_its_folders_as_one_batch(tmp_path: Path) -> None:
+    cfg = load_config(None, {}).config
+    messages: list[dict[str, Any]] = []
+    for t in TOPICS:
+        messages.append(
+            {"role": "user", "content": f"Mina: Starport news, I tried {t} and the {t} club."}
+        )
+        messages.append(
+            {"role": "assistant", "content": f"Leo: Starport noted, {t} is a good hobby. " * 30}
+        )
+    store = open_session(tmp_path, "s", per_session=True)
+    result = archive_conversation(
+        store,
+        messages,
+        used_percent=70,
+        window=200_000,
+        now_ms=1_800_000_000_000,
+        cfg=cfg,
+        archiver_version="test",
+    )
+    assert result.archived and len(store.index) >= 4
+    for entry in store.index:
+        kws = {k.casefold() for k in entry.keywords}
+        assert kws and kws <= set(TOPICS), kws  # no name, no word every folder shares
+        assert entry.alpha < 0.5

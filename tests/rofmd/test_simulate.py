@@ -23,18 +23,18 @@ def _run(argv: list[str]) -> int:
 PINNED: dict[str, Any] = {
     "turns": 35,
     "messages": 92,
-    "archives": 8,
-    "folders": 275,
-    "archivedMessages": 70,
-    "archivedChars": 280484,
+    "archives": 11,
+    "folders": 291,
+    "archivedMessages": 78,
+    "archivedChars": 297185,
     "recallRounds": 35,
-    "recalled": 24,
-    "addedBackChars": 30589,
-    "addedBackTokens": 8224,
-    "distinctRecalledChars": 26323,
-    "addedBackRatio": 0.0938,
-    "peakPercent": 83.8,
-    "finalPercent": 56.31,
+    "recalled": 98,
+    "addedBackChars": 124562,
+    "addedBackTokens": 32934,
+    "distinctRecalledChars": 69471,
+    "addedBackRatio": 0.2338,
+    "peakPercent": 84.86,
+    "finalPercent": 41.95,
 }
 
 
@@ -43,12 +43,20 @@ def test_json_numbers_are_pinned(capsys: pytest.CaptureFixture[str]) -> None:
     out = orjson.loads(capsys.readouterr().out)
     assert {k: out[k] for k in PINNED} == PINNED
     found = [a["expect"] for a in out["answers"] if a["found"]]
-    assert found == ["8443", "Lisbon", "November 20"]
+    assert found == [
+        "8443",
+        "Lisbon",
+        "川菜",
+        "November 20",
+        "db-7.internal",
+        "2 小时",
+        "imperative",
+    ]
     rep = out["report"]
-    assert rep["compress"]["count"] == 8
-    assert rep["compress"]["folders"] == 275
+    assert rep["compress"]["count"] == 11
+    assert rep["compress"]["folders"] == 291
     assert rep["pending"]["created"] == 0
-    assert rep["pending"]["scoredAtArchive"] == 275
+    assert rep["pending"]["scoredAtArchive"] == 291
     assert rep["recall"]["addedChars"] == PINNED["addedBackChars"]
     assert "averageMs" not in rep["recall"]
 
@@ -63,9 +71,9 @@ def test_human_output_and_keep(tmp_path: Path, capsys: pytest.CaptureFixture[str
     keep = tmp_path / "mem"
     assert _run(["simulate", "--keep", str(keep)]) == 0
     out = capsys.readouterr().out
-    assert "added-back ratio 9.38% of the archived conversation" in out
-    assert "added back      30589 chars" in out
-    assert "archives        8 (275 folders" in out
+    assert "added-back ratio 23.38% of the archived conversation" in out
+    assert "added back      124562 chars" in out
+    assert "archives        11 (291 folders" in out
     assert (keep / "sessions" / "simulate" / "index.json").is_file()
     # a non-empty --keep directory is refused
     assert _run(["simulate", "--keep", str(keep)]) == 1
