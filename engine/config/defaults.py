@@ -175,7 +175,12 @@ ENGINE_DEFAULTS: Final[dict[str, Any]] = {
         "computeDates": True,
         "highRelevance": {"enabled": True, "minMatches": 2, "reserveSlots": 2},
         # Beyond the reference: `recall.mode = "ranked"` (the packaged default).
-        "ranked": {"minRelativeScore": 0.3, "alphaPrior": 0.2, "keepRounds": 1},
+        "ranked": {
+            "minRelativeScore": 0.3,
+            "alphaPrior": 0.2,
+            "passageWeight": 0.5,
+            "keepRounds": 1,
+        },
     },
     # §3.0.3 time / event / location / person / timeTag / rules
     "time": {

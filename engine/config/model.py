@@ -309,6 +309,7 @@ class RankedConfig(_Section):
 
     min_relative_score: float
     alpha_prior: float
+    passage_weight: float
     keep_rounds: int
 
 

@@ -530,7 +530,12 @@ SCHEMA: Final[dict[str, Any]] = {
         "showTags": _BOOL,
         "computeDates": _BOOL,
         "highRelevance": {"enabled": _BOOL, "minMatches": _POS, "reserveSlots": _COUNT},
-        "ranked": {"minRelativeScore": _RATIO, "alphaPrior": _RATIO, "keepRounds": _COUNT},
+        "ranked": {
+            "minRelativeScore": _RATIO,
+            "alphaPrior": _RATIO,
+            "passageWeight": _RATIO,
+            "keepRounds": _COUNT,
+        },
     },
     "time": {
         "mode": _MODE,

@@ -13,6 +13,10 @@ One round, no randomness, no clock:
    title, keywords, events, persons, locations). α is a mild prior,
    `score × (1 + alphaPrior × (α − 0.5))` (±10% by default), never the main order,
    so a low-α folder that answers the question beats a high-α one that does not.
+   The best of them are then reranked with their best single passage (one message:
+   `engine.relevance.passages`), `(1 − w) · folder / best folder + w · passage /
+   best passage`, w = `passageWeight`: the folder holding the message that answers
+   beats one that mentions the question's words across twenty lines of chatter.
    Folders under `recall.minAlpha` are left out; so is everything scoring under
    `minRelativeScore` × the best score (weak matches would only crowd the block).
 2. The relevant folders are walked best first, ties by folder id. One already in the
@@ -79,6 +83,7 @@ def select_ranked(
         alpha_prior=rc.ranked.alpha_prior,
         min_alpha=rc.min_alpha,
         min_relative=rc.ranked.min_relative_score,
+        passage_weight=rc.ranked.passage_weight,
     )
     by_id = index.by_id
     served = 0

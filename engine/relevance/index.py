@@ -43,11 +43,17 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.relevance.analyzer import search_terms
+from engine.relevance.passages import (
+    BM25_B,
+    BM25_K1,
+    PassageStore,
+    quantise_length,
+    tf_part,
+    tf_parts,
+)
 
 __all__ = ["BM25_B", "BM25_K1", "FIELD_BOOSTS", "Ranked", "RelevanceIndex"]
 
-BM25_K1 = 1.2
-BM25_B = 0.75
 FIELD_BOOSTS: dict[str, int] = {
     "text": 1,
     "title": 1,
@@ -56,13 +62,15 @@ FIELD_BOOSTS: dict[str, int] = {
     "persons": 2,
     "locations": 2,
 }
-"""How many times a field's terms count. Keywords are what the judge (or the
-distinctive-term heuristic) says a folder is about; names, places and events are
-what questions are asked with; the title is the folder's first line, already in the
-text, so it counts once more."""
+"""How many times a field's terms count. Keywords are what the judge says a folder is
+about, often in words the text does not use; names, places and events are what
+questions are asked with; the title is the folder's first line, already in the
+text, so it counts once more. Keywords of a heuristically scored folder count
+nothing extra: they are the text's own distinctive words, which BM25's idf already
+weighs (boosting them again was measured to push folders of many topics up)."""
 
 _COMPACT_DEAD_SHARE = 1 / 3
-_AVGDL_STEPS_PER_DOUBLING = 8
+_RERANK_MIN = 32
 _TINY = float(np.finfo(np.float64).tiny)
 
 
@@ -83,13 +91,8 @@ def _signature(entry: Any) -> tuple[Any, ...]:
         tuple(entry.events or ()),
         tuple(entry.persons or ()),
         tuple(entry.locations or ()),
+        getattr(entry, "scoreMode", None) == "heuristic",
     )
-
-
-def _quantise(avgdl: float) -> float:
-    """`avgdl` rounded to the nearest power of 2^(1/8) (see `RelevanceIndex._renorm`)."""
-    steps = round(math.log2(avgdl) * _AVGDL_STEPS_PER_DOUBLING)
-    return float(2.0 ** (steps / _AVGDL_STEPS_PER_DOUBLING))
 
 
 def _count(terms: Iterable[str], boost: int, into: Counter[str]) -> None:
@@ -128,6 +131,7 @@ class RelevanceIndex:
         self._post_norm: list[array[float]] = []
         self._avgdl_q = 0.0  # the quantised average length the tf parts were made with
         self._df = array("q")
+        self._passages = PassageStore()
         self._live_docs = 0
         self._total_len = 0
         self._dead = 0
@@ -155,19 +159,31 @@ class RelevanceIndex:
         counts: Counter[str] = Counter()
         extra = self.extra_stopwords
         _count(search_terms(entry.title or "", extra), FIELD_BOOSTS["title"], counts)
-        for name in ("keywords", "events", "persons", "locations"):
+        names: tuple[str, ...] = ("events", "persons", "locations")
+        if getattr(entry, "scoreMode", None) != "heuristic":
+            names = ("keywords", *names)
+        for name in names:
             for value in getattr(entry, name, None) or ():
                 _count(search_terms(str(value), extra), FIELD_BOOSTS[name], counts)
         return counts
 
-    def _text_counts(self, folder_id: str) -> dict[int, int]:
-        """Term id -> tf of a folder's text, read through `text_of`."""
-        out: dict[int, int] = {}
+    def _read_text(self, folder_id: str) -> tuple[dict[int, int], list[dict[int, int]]]:
+        """Term id -> tf of a folder's text (read through `text_of`), and the same per
+        line (its passages). The analyser never joins terms across a line break, so
+        the text's terms are exactly its lines' terms."""
+        doc: dict[int, int] = {}
+        passages: list[dict[int, int]] = []
         tid_of = self._tid
-        for term in search_terms(self._text_of(folder_id), self.extra_stopwords):
-            tid = tid_of(term)
-            out[tid] = out.get(tid, 0) + FIELD_BOOSTS["text"]
-        return out
+        boost = FIELD_BOOSTS["text"]
+        for line in self._text_of(folder_id).split("\n"):
+            counts: dict[int, int] = {}
+            for term in search_terms(line, self.extra_stopwords):
+                tid = tid_of(term)
+                counts[tid] = counts.get(tid, 0) + 1
+                doc[tid] = doc.get(tid, 0) + boost
+            if counts:
+                passages.append(counts)
+        return doc, passages
 
     def _text_of_live(self, folder_id: str) -> dict[int, int]:
         """The text counts of an indexed folder, without reading it again: its document
@@ -196,7 +212,13 @@ class RelevanceIndex:
         return tid
 
     def _add(self, entry: Any, text: dict[int, int] | None = None) -> None:
-        counts = self._text_counts(entry.id) if text is None else dict(text)
+        """Index an entry; `text` is its text counts when they are known already (a
+        folder whose fields changed keeps its text and its passages)."""
+        if text is None:
+            counts, passages = self._read_text(entry.id)
+            self._passages.add(entry.id, passages)
+        else:
+            counts = dict(text)
         tid_of = self._tid
         for term, tf in self._field_counts(entry).items():
             tid = tid_of(term)
@@ -211,12 +233,11 @@ class RelevanceIndex:
             self._post_norm,
             self._df,
         )
-        k1 = BM25_K1
-        denom = k1 * (1.0 - BM25_B + BM25_B * length / self._avgdl_q) if self._avgdl_q else k1
+        avg_q = self._avgdl_q
         for tid, tf in counts.items():
             post_docs[tid].append(d)
             post_tf[tid].append(tf)
-            post_norm[tid].append(tf * (k1 + 1.0) / (tf + denom))
+            post_norm[tid].append(tf_part(tf, length, avg_q))
             df[tid] += 1
         self._doc_ids.append(entry.id)
         self._live.append(1)
@@ -229,8 +250,10 @@ class RelevanceIndex:
         self._live_docs += 1
         self._total_len += length
 
-    def _kill(self, folder_id: str) -> None:
+    def _kill(self, folder_id: str, *, keep_text: bool = False) -> None:
         d = self.by_id.pop(folder_id)
+        if not keep_text:
+            self._passages.remove(folder_id)
         del self._sigs[folder_id]
         del self._entries[folder_id]
         terms = self._doc_terms[d]
@@ -273,7 +296,7 @@ class RelevanceIndex:
                     self._prior_cache = None
                     continue
                 text = self._text_of_live(fid)
-                self._kill(fid)
+                self._kill(fid, keep_text=True)
                 self._add(entry, text)
             else:
                 self._add(entry)
@@ -287,6 +310,7 @@ class RelevanceIndex:
         if changes:
             self._prior_cache = None
             self._renorm()
+            self._passages.settle()
         self.version = version
         return changes
 
@@ -326,21 +350,18 @@ class RelevanceIndex:
         idf. The quantised value is a function of the live documents alone, so a fresh
         build and an index updated in place hold the same numbers.
         """
-        avgdl_q = _quantise(self._total_len / self._live_docs) if self._live_docs else 0.0
+        avgdl_q = quantise_length(self._total_len / self._live_docs) if self._live_docs else 0.0
         if avgdl_q == self._avgdl_q:
             return
         self._avgdl_q = avgdl_q
         if not avgdl_q:
             return
         lens = np.frombuffer(self._len, dtype=np.int64)
-        k1, b = BM25_K1, BM25_B
         for tid, docs in enumerate(self._post_docs):
-            if not docs:
-                continue
-            d = np.frombuffer(docs, dtype=np.int32)
-            tf = np.frombuffer(self._post_tf[tid], dtype=np.int32).astype(np.float64)
-            norm = tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * lens[d] / avgdl_q))
-            self._post_norm[tid] = array("f", norm.astype(np.float32).tobytes())
+            if docs:
+                d = np.frombuffer(docs, dtype=np.int32)
+                tf = np.frombuffer(self._post_tf[tid], dtype=np.int32)
+                self._post_norm[tid] = tf_parts(tf, lens[d], avgdl_q)
 
     # -- querying -------------------------------------------------------------------
     def query_terms(self, text: str) -> list[str]:
@@ -411,10 +432,16 @@ class RelevanceIndex:
         alpha_prior: float = 0.0,
         min_alpha: float = 0.0,
         min_relative: float = 0.0,
+        passage_weight: float = 0.0,
     ) -> Ranked:
         """The best `limit` folders for `terms` (every folder tied with the last one
-        included) by :meth:`scores`, without those under `min_relative` × the best
-        score; ties go by folder id, so the order never depends on document numbers."""
+        included), ties by folder id, so the order never depends on document numbers.
+
+        The folder scores of :meth:`scores` pick the best max(32, 2 × limit) folders
+        (ties included); with `passage_weight` w they are reranked by
+        `(1 − w) · F / max F + w · P / max P`, P the score of the folder's best passage
+        (`engine.relevance.passages`) times the same α factor. Folders under
+        `min_relative` × the best (mixed) score are dropped."""
         if limit <= 0:
             return Ranked((), ())
         acc = self.scores(terms, alpha_prior=alpha_prior, min_alpha=min_alpha)
@@ -423,13 +450,33 @@ class RelevanceIndex:
         best = float(acc.max())
         if best <= 0.0:
             return Ranked((), ())
-        hit = np.flatnonzero(acc >= max(best * min_relative, _TINY))
+        mix = passage_weight > 0.0
+        floor = _TINY if mix else max(best * min_relative, _TINY)
+        hit = np.flatnonzero(acc >= floor)
         score = acc[hit]
-        if hit.size > limit:
-            cut = float(np.partition(score, hit.size - limit)[hit.size - limit])
+        pool = max(_RERANK_MIN, 2 * limit) if mix else limit
+        if hit.size > pool:
+            cut = float(np.partition(score, hit.size - pool)[hit.size - pool])
             keep = score >= cut
             hit, score = hit[keep], score[keep]
         ids = self._doc_ids
+        if mix:
+            fids = [ids[d] for d in hit.tolist()]
+            factor = self._factor(alpha_prior, min_alpha)
+            tids = [t for t in (self._tids.get(x) for x in terms) if t is not None]
+            passage = self._passages.best(fids, tids, self._passages.idf)
+            if factor is not None:
+                passage = passage * factor[hit]
+            top = float(passage.max()) if passage.size else 0.0
+            score = (1.0 - passage_weight) * score / best
+            if top > 0.0:
+                score = score + passage_weight * passage / top
+            keep = score >= max(float(score.max()) * min_relative, _TINY)
+            hit, score = hit[keep], score[keep]
+            if hit.size > limit:
+                cut = float(np.partition(score, hit.size - limit)[hit.size - limit])
+                keep = score >= cut
+                hit, score = hit[keep], score[keep]
         order = sorted(
             zip(score.tolist(), hit.tolist(), strict=True), key=lambda p: (-p[0], ids[p[1]])
         )
