@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit bench demo clean venv
+.PHONY: run test lint typecheck unit bench eval demo clean venv
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,10 @@ test: lint typecheck unit
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# Recall quality: the evidence for generated questions in the recall block, vs bm25s.
+eval: $(STAMP)
+	$(BIN)/python -m bench.eval
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
