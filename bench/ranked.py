@@ -1,15 +1,17 @@
 """`ranked` recall at 10^3-10^5 folders against bm25s over the same documents.
 
-The folders are synthetic: each has a text of 30-90 words drawn from a Zipf-like
-vocabulary of English words and Chinese characters (a few very common words, a long
-tail of rare ones) and 3-16 keywords from the same vocabulary. A query is 2-6 words of
+The folders are synthetic: each has a text of 4-12 messages (lines) of 3-12 words
+drawn from a Zipf-like vocabulary of English words and Chinese characters (a few very
+common words, a long tail of rare ones) and 3-16 keywords from the same vocabulary. A query is 2-6 words of
 the vocabulary (the common ones included, as real questions do).
 
 * bm25s: the folders' documents as the relevance index sees them (the same search
   terms: text plus boosted fields, from `engine.relevance.analyzer`), pre-tokenised;
   the query's search terms; top-10 (`retrieve`, which scores and selects).
-* rofmd selection: `select_ranked` (score every folder with BM25F, α prior, relative
-  threshold, the walk that picks k = 10), what the issue's budget compares with bm25s.
+* rofmd selection: `select_ranked` with the packaged `recall.ranked` settings (score
+  every folder with BM25F, rerank the best by their best passage, α prior, relative
+  threshold, the walk that picks k = 10); `select_nopassage` is the same with
+  `passageWeight: 0`.
 * rofmd round: the whole `run_round` (query analysis, keyword candidates, selection,
   commit, block trimming, rendering) with an in-memory loader instead of the disk
   read of the picked folders, a fresh state per query.
@@ -113,7 +115,11 @@ def make_corpus(n: int, seed: int = 11) -> tuple[list[Entry], dict[str, str], li
     texts: dict[str, str] = {}
     for i in range(n):
         fid = f"mem-{i:08d}"
-        texts[fid] = " ".join(_zipf(rng, vocab) for _ in range(rng.randint(30, 90)))
+        lines = [
+            " ".join(_zipf(rng, vocab) for _ in range(rng.randint(3, 12)))
+            for _ in range(rng.randint(4, 12))
+        ]
+        texts[fid] = "\n".join(lines)
         kws = list(dict.fromkeys(_zipf(rng, vocab) for _ in range(rng.randint(3, 16))))
         entries.append(Entry(fid, round(rng.uniform(0.01, 1.0), 4), base + i * 1000, kws))
     queries = [" ".join(_zipf(rng, vocab) for _ in range(rng.randint(2, 6))) for _ in range(300)]
@@ -144,6 +150,7 @@ def run_ranked_bench(sizes: tuple[int, ...], queries_per_size: int = 300) -> lis
     import bm25s  # type: ignore[import-untyped]
 
     cfg = config(mode="ranked")
+    cfg0 = config(mode="ranked", ranked={"passageWeight": 0})
     rows = []
     for n in sizes:
         entries, texts, queries = make_corpus(n)
@@ -171,6 +178,7 @@ def run_ranked_bench(sizes: tuple[int, ...], queries_per_size: int = 300) -> lis
             )
 
         sel_ms: list[float] = []
+        sel0_ms: list[float] = []
         round_ms: list[float] = []
         bm_ms: list[float] = []
         picked = 0
@@ -182,8 +190,11 @@ def run_ranked_bench(sizes: tuple[int, ...], queries_per_size: int = 300) -> lis
             t2 = time.perf_counter()
             sel = select_ranked(rel, index, matches, query, state, cfg, 10)
             t3 = time.perf_counter()
+            select_ranked(rel, index, matches, query, state, cfg0, 10)
+            t3b = time.perf_counter()
             retriever.retrieve([terms], k=min(10, n), show_progress=False)
             t4 = time.perf_counter()
+            state = RecallState(persist=False)
             out = run_round(
                 None,
                 index,
@@ -198,20 +209,25 @@ def run_ranked_bench(sizes: tuple[int, ...], queries_per_size: int = 300) -> lis
             )
             t5 = time.perf_counter()
             sel_ms.append((t3 - t2) * 1000)
-            bm_ms.append((t4 - t3) * 1000)
+            sel0_ms.append((t3b - t3) * 1000)
+            bm_ms.append((t4 - t3b) * 1000)
             round_ms.append((t5 - t4) * 1000)
             picked += len(out.recalled)
             assert len(sel.selection.picks) <= 10
-        sel_med, bm_med, round_med = (statistics.median(x) for x in (sel_ms, bm_ms, round_ms))
+        sel_med, sel0_med, bm_med, round_med = (
+            statistics.median(x) for x in (sel_ms, sel0_ms, bm_ms, round_ms)
+        )
         rows.append(
             {
                 "folders": n,
                 "select_p50": round(sel_med, 3),
                 "select_p99": round(_pct(sel_ms, 99), 3),
+                "nopassage_p50": round(sel0_med, 3),
                 "round_p50": round(round_med, 3),
                 "bm25s_p50": round(bm_med, 3),
                 "bm25s_p99": round(_pct(bm_ms, 99), 3),
                 "select/bm25s": round(sel_med / bm_med, 2) if bm_med else None,
+                "nopassage/bm25s": round(sel0_med / bm_med, 2) if bm_med else None,
                 "round/bm25s": round(round_med / bm_med, 2) if bm_med else None,
                 "build_s": round(build_s, 2),
                 "bm25s_build_s": round(bm_build, 2),

@@ -70,7 +70,8 @@ nothing extra: they are the text's own distinctive words, which BM25's idf alrea
 weighs (boosting them again was measured to push folders of many topics up)."""
 
 _COMPACT_DEAD_SHARE = 1 / 3
-_RERANK_MIN = 32
+_RERANK_MIN = 10
+_RERANK_FLOOR = 0.1
 _TINY = float(np.finfo(np.float64).tiny)
 
 
@@ -437,8 +438,9 @@ class RelevanceIndex:
         """The best `limit` folders for `terms` (every folder tied with the last one
         included), ties by folder id, so the order never depends on document numbers.
 
-        The folder scores of :meth:`scores` pick the best max(32, 2 × limit) folders
-        (ties included); with `passage_weight` w they are reranked by
+        The folder scores of :meth:`scores` pick the best max(10, limit + 5) folders
+        (ties included) scoring at least a tenth of the best; with `passage_weight` w
+        they are reranked by
         `(1 − w) · F / max F + w · P / max P`, P the score of the folder's best passage
         (`engine.relevance.passages`) times the same α factor. Folders under
         `min_relative` × the best (mixed) score are dropped."""
@@ -451,10 +453,10 @@ class RelevanceIndex:
         if best <= 0.0:
             return Ranked((), ())
         mix = passage_weight > 0.0
-        floor = _TINY if mix else max(best * min_relative, _TINY)
-        hit = np.flatnonzero(acc >= floor)
+        floor = _RERANK_FLOOR if mix else min_relative
+        hit = np.flatnonzero(acc >= max(best * floor, _TINY))
         score = acc[hit]
-        pool = max(_RERANK_MIN, 2 * limit) if mix else limit
+        pool = max(_RERANK_MIN, limit + _RERANK_MIN // 2) if mix else limit
         if hit.size > pool:
             cut = float(np.partition(score, hit.size - pool)[hit.size - pool])
             keep = score >= cut
@@ -464,7 +466,7 @@ class RelevanceIndex:
             fids = [ids[d] for d in hit.tolist()]
             factor = self._factor(alpha_prior, min_alpha)
             tids = [t for t in (self._tids.get(x) for x in terms) if t is not None]
-            passage = self._passages.best(fids, tids, self._passages.idf)
+            passage = self._passages.best(fids, tids)
             if factor is not None:
                 passage = passage * factor[hit]
             top = float(passage.max()) if passage.size else 0.0

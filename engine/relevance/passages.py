@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -74,6 +74,7 @@ class PassageStore:
         self._total = 0
         self._dead_entries = 0
         self._avg_q = 0.0
+        self._lut: npt.NDArray[np.int32] = np.full(0, -1, dtype=np.int32)
 
     def __contains__(self, folder_id: object) -> bool:
         return folder_id in self._slot
@@ -163,50 +164,63 @@ class PassageStore:
             self._end.append(len(self._tid))
         self._dead_entries = 0
 
-    def best(
-        self, folder_ids: Sequence[str], tids: Sequence[int], idf_of: Callable[[int], float]
-    ) -> npt.NDArray[np.float64]:
+    def _lookup(self, size: int) -> npt.NDArray[np.int32]:
+        """The term-id lookup table (all -1), at least `size` long and as long as the
+        term ids seen."""
+        need = max(size, len(self._df))
+        if self._lut.size < need:
+            self._lut = np.full(max(need, 2 * self._lut.size), -1, dtype=np.int32)
+        return self._lut
+
+    def best(self, folder_ids: Sequence[str], tids: Sequence[int]) -> npt.NDArray[np.float64]:
         """The best passage score of each folder for the query term ids `tids`
         (0 for a folder without passages or matches)."""
         out = np.zeros(len(folder_ids), dtype=np.float64)
         if not tids or not self._passages:
             return out
-        starts, ends, owners = [], [], []
-        for k, fid in enumerate(folder_ids):
-            slot = self._slot.get(fid)
-            if slot is None:
-                continue
-            a, b = self._start[slot], self._end[slot]
-            if b > a:
-                starts.append(a)
-                ends.append(b)
-                owners.append(k)
-        if not starts:
+        slot_of = self._slot
+        slots = np.asarray([slot_of.get(fid, -1) for fid in folder_ids], dtype=np.int64)
+        present = slots >= 0
+        if not present.any():
             return out
-        idx = np.concatenate(
-            [np.arange(a, b, dtype=np.int64) for a, b in zip(starts, ends, strict=True)]
+        slots = slots[present]
+        starts = np.frombuffer(self._start, dtype=np.int64)[slots]
+        lengths = np.frombuffer(self._end, dtype=np.int64)[slots] - starts
+        total = int(lengths.sum())
+        if not total:
+            return out
+        # the entry numbers of every run, back to back: run start + position in the run
+        run_base = np.cumsum(lengths) - lengths
+        idx = np.repeat(starts - run_base, lengths) + np.arange(total, dtype=np.int64)
+        owner = np.repeat(np.flatnonzero(present), lengths)
+        # query term id -> its position in `q`, through a lookup table kept at -1
+        q = sorted(set(tids))
+        lut = self._lookup(max(q) + 1)
+        lut[q] = np.arange(len(q), dtype=np.int32)
+        try:
+            pos = lut[np.frombuffer(self._tid, dtype=np.int32)[idx]]
+        finally:
+            lut[q] = -1
+        hit = np.flatnonzero(pos >= 0)
+        if not hit.size:
+            return out
+        df_of, n = self._df, self._passages
+        idf = np.asarray(
+            [
+                math.log(1.0 + (n - d + 0.5) / (d + 0.5))
+                for d in (df_of[t] if t < len(df_of) else 0 for t in q)
+            ],
+            dtype=np.float64,
         )
-        lengths = np.asarray(ends, dtype=np.int64) - np.asarray(starts, dtype=np.int64)
-        owner = np.repeat(np.asarray(owners, dtype=np.int64), lengths)
-        q = np.asarray(sorted(set(tids)), dtype=np.int32)
-        t = np.frombuffer(self._tid, dtype=np.int32)[idx]
-        pos = np.minimum(np.searchsorted(q, t), len(q) - 1)
-        hit = q[pos] == t
-        if not hit.any():
-            return out
-        idf = np.asarray([idf_of(int(x)) for x in q], dtype=np.float64)
         sel = idx[hit]
         w = np.frombuffer(self._norm, dtype=np.float32)[sel] * idf[pos[hit]]
+        # A passage's entries are contiguous and the runs are walked in order, so the
+        # matched entries come grouped by passage, and the passages grouped by folder:
+        # sums per passage, then maxima per folder, by `reduceat` over the group starts.
         pids = np.frombuffer(self._pid, dtype=np.int32)[sel]
-        uniq, inv = np.unique(pids, return_inverse=True)
-        sums = np.bincount(inv, weights=w, minlength=len(uniq))
-        folder_of = np.zeros(len(uniq), dtype=np.int64)
-        folder_of[inv] = owner[hit]
-        np.maximum.at(out, folder_of, sums)
+        first = np.flatnonzero(np.concatenate(([True], pids[1:] != pids[:-1])))
+        sums = np.add.reduceat(w, first)
+        folder = owner[hit][first]
+        lead = np.flatnonzero(np.concatenate(([True], folder[1:] != folder[:-1])))
+        out[folder[lead]] = np.maximum.reduceat(sums, lead)
         return out
-
-    def idf(self, tid: int) -> float:
-        """Passage-level idf of a term id."""
-        df = self._df[tid] if tid < len(self._df) else 0
-        n = self._passages
-        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
