@@ -5,12 +5,15 @@ Pure and synchronous; time is passed in. Modules::
     query.py       user message -> keywords (cap 16), match keys, clause count, quota
     candidates.py  in-memory index over index.json: postings by match key, bigram
                    index for "query key inside folder key", category postings
+    ranked.py      relevance-first selection (ranked, the packaged default; beyond the
+                   reference) over engine.relevance's BM25F and passage index
     fair.py        FAIR-DRI lanes (fair) and plain DRI (deterministic)
     legacy.py      v1.3.0 probability path (erf generations, seeded PRNG from prng.py)
     block.py       entry / block rendering, image path expansion, tags line
     dates.py       computeDates: weekday, 归档于 X（事件时间 Y）, relative-time notes
     state.py       recall-state v3 (reads v2/v1); implements RecallBlockView
-    round.py       one round: select, read picks, round budget, commit, trim, telemetry
+    round.py       one round: select, read picks, round budget, commit, trim (the ranked
+                   block follows the conversation: `trim_ranked`), telemetry
 """
 
 from engine.recall.candidates import CandidateIndex, Matches, Seed, index_params

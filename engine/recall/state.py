@@ -5,7 +5,7 @@ v3 (written)::
     {"version": 3, "block": "<section text>", "ids": [...], "round": 7,
      "additions": [{"id", "alpha", "beta", "createdAt", "generation", "injectedTurn",
                     "injectedRound", "lane", "keywords", "date", "body", "messages": [...],
-                    "chars"}],
+                    "chars", "neededRound"}],
      "configFingerprint": "…", "lanesFingerprint": "…",
      "lanes": {"cursor": [α, createdAt, id] | null, "register": [{"id", "ttl"}],
                "highRecycle": {id: round}, "recycle": {id: round}, "lowWatermark": ms},
