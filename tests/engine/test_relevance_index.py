@@ -43,7 +43,17 @@ def test_terms_are_stemmed_casefolded_and_free_of_filler() -> None:
 
 
 def test_cjk_terms_are_bigrams_and_characters_without_particles() -> None:
-    assert search_terms("决定去杭州") == ["决定", "定去", "去杭", "杭州", "决", "定", "去", "杭", "州"]
+    assert search_terms("决定去杭州") == [
+        "决定",
+        "定去",
+        "去杭",
+        "杭州",
+        "决",
+        "定",
+        "去",
+        "杭",
+        "州",
+    ]
     assert search_terms("我的") == ["我的"]  # particles are never single-character terms
     # a rephrased question meets the promise through the character it shares
     assert "叫" in set(search_terms("以后我就叫你小鲸")) & set(search_terms("你说以后要叫我什么"))
