@@ -31,6 +31,7 @@ import tracemalloc
 from collections import Counter
 from typing import Any
 
+from bench.recall import percentile
 from engine.recall import Addition, CandidateIndex, RecallState, analyze_query, run_round
 from engine.recall.fair import Pick
 from engine.recall.ranked import select_ranked
@@ -140,11 +141,6 @@ def _documents(
     return docs
 
 
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))]
-
-
 def run_ranked_bench(sizes: tuple[int, ...], queries_per_size: int = 300) -> list[dict[str, Any]]:
     """One row per size."""
     import bm25s  # type: ignore[import-untyped]
@@ -221,11 +217,11 @@ def run_ranked_bench(sizes: tuple[int, ...], queries_per_size: int = 300) -> lis
             {
                 "folders": n,
                 "select_p50": round(sel_med, 3),
-                "select_p99": round(_pct(sel_ms, 99), 3),
+                "select_p99": round(percentile(sel_ms, 99), 3),
                 "nopassage_p50": round(sel0_med, 3),
                 "round_p50": round(round_med, 3),
                 "bm25s_p50": round(bm_med, 3),
-                "bm25s_p99": round(_pct(bm_ms, 99), 3),
+                "bm25s_p99": round(percentile(bm_ms, 99), 3),
                 "select/bm25s": round(sel_med / bm_med, 2) if bm_med else None,
                 "nopassage/bm25s": round(sel0_med / bm_med, 2) if bm_med else None,
                 "round/bm25s": round(round_med / bm_med, 2) if bm_med else None,

@@ -65,7 +65,7 @@ def make_entries(n: int, seed: int = 7) -> tuple[list[Entry], list[str]]:
     return entries, queries
 
 
-def _pct(values: list[float], q: float) -> float:
+def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered)) - 1))]
 
@@ -129,9 +129,9 @@ def run_recall_bench(sizes: tuple[int, ...], queries_per_size: int = 200) -> lis
             {
                 "folders": n,
                 "p50_ms": round(med, 3),
-                "p99_ms": round(_pct(lat, 99), 3),
+                "p99_ms": round(percentile(lat, 99), 3),
                 "bm25s_p50": round(bm_med, 3),
-                "bm25s_p99": round(_pct(bm_lat, 99), 3),
+                "bm25s_p99": round(percentile(bm_lat, 99), 3),
                 "ratio_p50": round(med / bm_med, 2) if bm_med else None,
                 "build_s": round(build_s, 3),
                 "bm25s_build_s": round(bm_build, 3),

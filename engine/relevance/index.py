@@ -17,17 +17,22 @@ of thousands), answer a query in well under a millisecond at 10^4 folders from t
 event loop's worker thread, and give bit-identical scores whether it was built fresh
 or updated (determinism across restarts). `bm25s` precomputes a scipy matrix that
 has to be rebuilt on every change; `tantivy` is a second storage engine with its own
-files and segment merges. Here postings are append-only `array('i')` pairs (document
-numbers ascending, weighted tf), read by NumPy without copying; a removed or changed
-folder leaves a tombstone (its document number goes dead, document frequencies and
-lengths are corrected at once) and the arrays are compacted when more than a third
-of the documents are dead. Every quantity in a score is an integer until the final
-float expression, which is evaluated term by term in query order, so the score of a
-folder does not depend on its document number or on the history of the index.
+files and segment merges. Here postings are append-only arrays (document numbers
+ascending, weighted tf, float32 tf part), read by NumPy without copying; a removed or
+changed folder leaves a tombstone (its document number goes dead, document frequencies
+and lengths are corrected at once) and the arrays are compacted when more than a third
+of the documents are dead. Term frequencies, lengths and document frequencies are
+integers, the tf parts a function of them and of the quantised average alone, and a
+query sums its terms' contributions in query order, so the score of a folder does not
+depend on its document number or on the history of the index (a property test holds a
+synced index to a fresh build, bit for bit).
+
+Ranking (`rank`) then reranks the best folders by their best passage, one line of the
+text (`engine.relevance.passages`).
 
 A folder's text is read once, when it is added: a judge that rewrites its keywords
-gets the text terms back from the document minus its old fields, reading nothing.
-
+gets the text terms back from the document minus its old fields, reading nothing,
+and keeps its passages.
 """
 
 from __future__ import annotations
