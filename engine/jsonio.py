@@ -48,6 +48,7 @@ __all__ = [
 ]
 
 _TEMP_RE = re.compile(r"^\..+\.\d+-\d+\.tmp$")
+_TARGET_RE = re.compile(r"^\.(.+)\.\d+-\d+\.tmp$")
 _counter = itertools.count(1)
 _UTF8_BOM = b"\xef\xbb\xbf"
 
@@ -124,6 +125,16 @@ fs: FsOps = FsOps()
 def is_temp_name(name: str) -> bool:
     """True for a temp file name produced by this module's atomic writers."""
     return bool(_TEMP_RE.match(name))
+
+
+def temp_target(path: str) -> str:
+    """The file an atomic writer's temp file stands for (``.x.json.12-3.tmp`` ->
+    ``x.json`` beside it); any other path as it is. Error messages name the target."""
+    head, _, name = path.rpartition("/")
+    m = _TARGET_RE.match(name)
+    if m is None:
+        return path
+    return f"{head}/{m.group(1)}" if head else m.group(1)
 
 
 def _temp_path(path: Path) -> Path:

@@ -30,6 +30,7 @@ from handlers.errors import (
     OVERLOADED,
     REQUEST_CANCELLED,
     HandlerError,
+    storage_failure,
 )
 from handlers.params import parse_params
 from handlers.registry import lookup
@@ -104,6 +105,7 @@ class Dispatcher:
         # request ids: unique per daemon run, cheap on the hot path (error ids stay uuid4)
         self._id_prefix = uuid.uuid4().hex[:6]
         self._request_seq = itertools.count(1)
+        self._storage_logged: set[tuple[str, str, str]] = set()
 
     # ---- submission -------------------------------------------------------------
 
@@ -258,8 +260,12 @@ class Dispatcher:
                 except HandlerError as exc:
                     self.counters["errors"] += 1
                     return {"jsonrpc": "2.0", "id": call.id, "error": exc.to_error()}
-                except Exception:  # handler boundary: logged and answered, never fatal
+                except Exception as exc:  # handler boundary: logged and answered, never fatal
                     self.counters["errors"] += 1
+                    storage = storage_failure(exc)
+                    if storage is not None:
+                        self._log_storage(sid, storage)
+                        return {"jsonrpc": "2.0", "id": call.id, "error": storage.to_error()}
                     error_id = uuid.uuid4().hex[:12]
                     log.exception("handler failed", error_id=error_id)
                     return error_response(
@@ -280,7 +286,28 @@ class Dispatcher:
                     f"internal error: request timed out after {self._timeout:g} s",
                     {"errorId": error_id, "reason": "timeout"},
                 )
+            self._storage_recovered(sid)
             return result_response(call.id, result)
+
+    def _log_storage(self, sid: str | None, err: HandlerError) -> None:
+        """Log a storage failure once per (session, reason, path) until a request of
+        that session succeeds again: a full disk fails every request, one line says it."""
+        data = err.data or {}
+        key = (sid or "", str(data.get("reason")), str(data.get("path")))
+        if key in self._storage_logged:
+            log.debug("storage unavailable", reason=key[1], path=key[2])
+            return
+        if len(self._storage_logged) >= 256:
+            self._storage_logged.clear()
+        self._storage_logged.add(key)
+        log.error("storage unavailable", reason=key[1], path=key[2])
+
+    def _storage_recovered(self, sid: str | None) -> None:
+        if self._storage_logged:
+            gone = {k for k in self._storage_logged if k[0] == (sid or "")}
+            if gone:
+                self._storage_logged -= gone
+                log.info("storage available again")
 
     # ---- introspection ----------------------------------------------------------
 

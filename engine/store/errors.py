@@ -11,6 +11,7 @@ __all__ = [
     "FolderNotFoundError",
     "MaxFoldersExceededError",
     "StoreError",
+    "StoreUnavailableError",
     "TransactionError",
     "UnknownTransactionError",
 ]
@@ -18,6 +19,17 @@ __all__ = [
 
 class StoreError(Exception):
     """Base class of store errors."""
+
+
+class StoreUnavailableError(StoreError):
+    """The store cannot be used as it is on disk, for a reason the operating system
+    would not report as an errno (a session directory that resolves outside the memory
+    root, through a symlink): answered like a storage failure (-32003), with the path."""
+
+    def __init__(self, path: str, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.reason = reason
 
 
 class MaxFoldersExceededError(StoreError):
