@@ -108,26 +108,32 @@ def test_method_not_found_and_invalid_params(daemon: DaemonProcess) -> None:
     s.close()
 
 
-def test_internal_error_is_logged_with_its_id() -> None:
+def test_storage_error_is_answered_and_logged_once() -> None:
+    # A memory root that is a file: the environment, not a bug, so -32003 with the
+    # path and the errno (internal errors keep -32603 and their id: test_dispatcher).
     with running_daemon() as d:
         d.memory_root.parent.mkdir(parents=True, exist_ok=True)
         d.memory_root.write_text("not a directory")
         s = LineSocket(d.socket_path)
-        answer = s.call(1, "prompt/sections", {"session": {"id": "s1"}})
-        assert answer["error"]["code"] == -32603
-        error_id = answer["error"]["data"]["errorId"]
-        assert s.call(2, "ping")["result"] == {"pong": True}
+        for i in (1, 2):
+            answer = s.call(i, "prompt/sections", {"session": {"id": "s1"}})
+            assert answer["error"]["code"] == -32003, answer
+            assert answer["error"]["data"]["reason"] in {"ENOTDIR", "EEXIST"}
+            assert answer["error"]["data"]["path"].startswith(str(d.memory_root))
+        assert s.call(3, "ping")["result"] == {"pong": True}
         s.close()
         deadline = time.monotonic() + 5
+        records: list[dict[str, object]] = []
         while time.monotonic() < deadline:
-            if any(r.get("error_id") == error_id for r in d.log_records()):
+            records = [r for r in d.log_records() if r.get("event") == "storage unavailable"]
+            if records:
                 break
             time.sleep(0.05)
-        records = [r for r in d.log_records() if r.get("error_id") == error_id]
-        assert records and records[0]["level"] == "error"
-        assert records[0]["method"] == "prompt/sections"
-        assert records[0]["session_id"] == "s1"
-        assert "request_id" in records[0]
+        errors = [r for r in records if r["level"] == "error"]
+        assert len(errors) == 1, records
+        assert errors[0]["method"] == "prompt/sections"
+        assert errors[0]["session_id"] == "s1"
+        assert "request_id" in errors[0]
 
 
 def test_memory_disabled() -> None:
