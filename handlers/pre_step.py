@@ -31,6 +31,7 @@ from pydantic import Field
 
 from engine.archive import PreStepInput, PreStepPlan, Switches, plan_pre_step, switch_off_reason
 from engine.archive.commit import archive_token, commit_plan
+from engine.archive.image_check import image_kind
 from engine.archive.telemetry import rearchive_record
 from engine.config.model import MemoryConfig
 from engine.recall_view import RecallBlockView
@@ -258,7 +259,8 @@ async def _readable_images(surface: list[dict[str, Any]]) -> set[str]:
         return set()
 
     def check() -> set[str]:
-        return {p for p in paths if Path(p).is_file() and os.access(p, os.R_OK)}
+        # only what is an image by its first bytes, within the size limit, is copied
+        return {p for p in paths if image_kind(Path(p)) is not None}
 
     return await anyio.to_thread.run_sync(check)
 

@@ -1,8 +1,9 @@
 """Archived images: run-stamped names, placeholders, and what to copy (reference §1.7).
 
-An image block becomes ``[图片：（<name>）]`` in the archived text. With a readable
-``attachment.hostPath`` (and the connection's ``attachments`` capability) its bytes are
-copied to the session's ``images/<name>`` and recorded in ``meta.images``; without one
+An image block becomes ``[图片：（<name>）]`` in the archived text. With an
+``attachment.hostPath`` that is an image file (by its first bytes and size,
+`engine.archive.image_check`) and the connection's ``attachments`` capability, its bytes
+are copied to the session's ``images/<name>`` and recorded in ``meta.images``; without one
 only the placeholder remains and the caller gets a warning. Names are
 ``img-<runStamp>-<seq>-<i>.<ext>``: the run stamp keeps a later archive of a rebuilt
 session from overwriting older files.
@@ -84,7 +85,7 @@ def plan_images(
                 why = (
                     "the host has no attachments capability"
                     if not attachments
-                    else "no readable attachment.hostPath"
+                    else "no readable image file at attachment.hostPath"
                 )
                 warnings.append(
                     f"image-placeholder: image {img.index} of message seq {node.seq} archived"
