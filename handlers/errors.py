@@ -12,6 +12,7 @@ from typing import Any
 
 from engine.jsonio import temp_target
 from engine.store.errors import StoreUnavailableError
+from engine.store.session_dirs import SessionDirError
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -88,6 +89,12 @@ def storage_failure(exc: BaseException) -> HandlerError | None:
                 STORAGE_UNAVAILABLE,
                 f"storage unavailable: {cur}",
                 {"path": cur.path, "reason": cur.reason},
+            )
+        if isinstance(cur, SessionDirError):
+            return HandlerError(
+                STORAGE_UNAVAILABLE,
+                f"storage unavailable: {cur}",
+                {"path": str(cur.path), "reason": "SESSION_MISMATCH"},
             )
         if isinstance(cur, OSError) and cur.errno in STORAGE_ERRNOS:
             reason = STORAGE_ERRNOS[cur.errno]

@@ -76,7 +76,8 @@ class SessionRegistry:
         self._sessions: dict[str, SessionState] = {}
 
     def key_for(self, session_id: str) -> str:
-        """The memory directory key of a host session id (unsafe characters → `_`)."""
+        """The memory directory name of a host session id (injective: distinct ids,
+        distinct keys; `engine.store.ids.safe_session_id`)."""
         return safe_session_id(session_id)
 
     async def get(self, session_id: str) -> SessionState:
@@ -89,6 +90,20 @@ class SessionRegistry:
             store = await anyio.to_thread.run_sync(
                 lambda: open_session(root, session_id, per_session=per_session)
             )
+            # unreported archives: reinstated, or rolled back if never answered, before
+            # any request of the session sees the store
+            archive = await anyio.to_thread.run_sync(lambda: ArchiveState.load(store))
+            moved = store.dir_outcome
+            if moved is not None and (moved.action in ("adopted", "migrated") or moved.moved_away):
+                log.info(
+                    "session directory migrated",
+                    session_key=key,
+                    action=moved.action,
+                    migrated_from=moved.migrated_from,
+                    owner=moved.owner,
+                    shared_with=list(moved.shared_with),
+                    moved_away=[name for _, name in moved.moved_away],
+                )
             report = store.load_report
             if not report.clean:
                 log.warning(
@@ -100,7 +115,7 @@ class SessionRegistry:
                     corrupt_folders=[c.folder_id for c in report.corrupt_folders],
                     journals=len(report.journals),
                 )
-            state = SessionState(key=key, store=store, load_report=report)
+            state = SessionState(key=key, store=store, load_report=report, archive=archive)
             self._sessions[key] = state
         return state
 

@@ -25,7 +25,15 @@ from typing import Any
 import orjson
 
 from engine.config import ConfigFileError, MemoryConfig, load_config, resolve_memory_root
-from engine.store import SessionStore, StoreError, open_session, read_jsonl, safe_session_id
+from engine.store import (
+    SessionStore,
+    StoreError,
+    find_session_dir,
+    list_session_dirs,
+    open_session,
+    open_session_dir,
+    read_jsonl,
+)
 from rofmd.stats_report import build_report, render_report
 
 __all__ = ["DEFAULT_SESSION", "DEFAULT_WINDOW", "CliError", "add_engine_parser", "archiver_version"]
@@ -74,14 +82,22 @@ class Where:
         except ValueError as exc:
             raise CliError(f"session {session!r}: {exc}") from None
 
-    def sessions(self) -> list[str]:
-        """Session directories present (the root itself in the global layout)."""
+    def sessions(self) -> list[tuple[str, str]]:
+        """(session id, directory name) of the stores present (the root itself in the
+        global layout). The id is the one the directory records, else the one its
+        folders name; the directory name when nothing tells (an old, empty store)."""
         if not self.per_session:
-            return [DEFAULT_SESSION] if self.root.is_dir() else []
-        base = self.root / "sessions"
-        if not base.is_dir():
-            return []
-        return sorted(p.name for p in base.iterdir() if p.is_dir() and not p.name.startswith("."))
+            return [(DEFAULT_SESSION, "")] if self.root.is_dir() else []
+        return [(d.id or d.name, d.name) for d in list_session_dirs(self.root / "sessions")]
+
+    def open_listed(self, session: str, name: str) -> SessionStore:
+        """Open a store found by :meth:`sessions` as it is (nothing claimed or migrated)."""
+        if not self.per_session:
+            return self.open(session)
+        try:
+            return open_session_dir(self.root, name)
+        except ValueError as exc:
+            raise CliError(f"session {session!r}: {exc}") from None
 
 
 def locate(args: argparse.Namespace, environ: dict[str, str] | None = None) -> Where:
@@ -331,11 +347,17 @@ def cmd_recall(args: argparse.Namespace) -> int:
 # ---- list / report --------------------------------------------------------------------
 
 
-def _selected(args: argparse.Namespace, where: Where) -> list[str]:
+def _selected(args: argparse.Namespace, where: Where) -> list[tuple[str, str]]:
+    """(session id, directory name) of the selected stores that exist."""
     if args.session is not None:
         session = _session(args)
-        name = safe_session_id(session) if where.per_session else DEFAULT_SESSION
-        return [name] if name in where.sessions() else []
+        if not where.per_session:
+            return where.sessions()
+        try:
+            found = find_session_dir(where.root / "sessions", session)
+        except ValueError as exc:
+            raise CliError(f"session {session!r}: {exc}") from None
+        return [(session, found.name)] if found is not None else []
     return where.sessions()
 
 
@@ -343,8 +365,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     """Folders per session: α, β, scored, rescorePending, pending."""
     where = locate(args)
     sessions: list[dict[str, Any]] = []
-    for name in _selected(args, where):
-        store = where.open(name)
+    for name, dir_name in _selected(args, where):
+        store = where.open_listed(name, dir_name)
         folders = [
             {
                 "id": e.id,
@@ -392,10 +414,11 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     """The §1.6 report over stats.jsonl of the selected sessions (default: all)."""
     where = locate(args)
-    names = _selected(args, where)
+    selected = _selected(args, where)
+    names = [name for name, _ in selected]
     records: list[dict[str, Any]] = []
-    for name in names:
-        store = where.open(name)
+    for name, dir_name in selected:
+        store = where.open_listed(name, dir_name)
         records.extend(read_jsonl(store.paths.stats))
     rep = build_report(records)
     rep = {"memoryRoot": str(where.root), "sessions": names, **rep}

@@ -61,6 +61,7 @@ from bench.eval.generate import Conversation, Question
 from bench.eval.lexicon import LEXICONS
 from engine.archive.tokens import MESSAGE_OVERHEAD, estimate_text_tokens
 from engine.config import deep_merge
+from engine.store import safe_session_id
 from rofmd.client import RofmdClient, RpcError
 from rofmd.hostsim import HostSim, Node
 from rofmd.private_daemon import private_daemon
@@ -245,7 +246,7 @@ class _Player:
         self.opts = opts
         self.session = {"id": f"eval-{conv.id}"}
         self.sim = MeteredHost(client, self.session, opts.window, host_tokens=opts.host_tokens)
-        self.dir = memory_root / "sessions" / self.session["id"]
+        self.dir = memory_root / "sessions" / safe_session_id(self.session["id"])
         self.run = ConversationRun(conv)
 
     def _host(self) -> MeteredHost:

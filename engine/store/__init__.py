@@ -3,9 +3,11 @@
 Reference: §1.1 (commit 事务), §1.5 (per-session directories), §1.7 (images),
 §4 (目录结构), §6 (可恢复). Pure and synchronous; time is always passed in.
 
-On-disk layout (``per_session=True``: ``<root>/sessions/<safe-id>/``;
-``per_session=False``: the root itself, the reference's old global layout)::
+On-disk layout (``per_session=True``: ``<root>/sessions/<safe-id>/``, an injective
+name, see ``ids`` and ``session_dirs``; ``per_session=False``: the root itself, the
+reference's old global layout)::
 
+    session.json             {"version": 1, "id": "<session id>", …} (per session only)
     index.json               {"version": 1, "folders": [IndexEntry, …]}
     stats.jsonl              one telemetry object per line
     recall-state.json        owned by the handlers (path: paths.recall_state)
@@ -33,6 +35,10 @@ API::
     safe_session_id(raw: str) -> str
     make_idempotency_key(session_id, turn, seq_start, seq_end, content_hash, chunk) -> str
     open_session(root: Path, session_id: str, *, per_session: bool = True) -> SessionStore
+    open_session_dir(root: Path, name: str) -> SessionStore     # as listed, no migration
+    list_session_dirs(root / "sessions") -> list[SessionDirInfo]
+    find_session_dir(root / "sessions", session_id) -> Path | None
+    store.dir_outcome: SessionDirOutcome | None   # ok | adopted | migrated | created
     store.load_report: LoadReport
     store.index -> tuple[IndexEntry, ...];  store.version: int;  len(store)
     store.get_entry(id) -> IndexEntry;  store.find_by_idempotency_key(key) -> str | None
@@ -72,7 +78,14 @@ from engine.store.records import (
     JournalRecord,
 )
 from engine.store.recovery import CorruptFolder, JournalOutcome, LoadReport
-from engine.store.session_store import SessionStore, open_session
+from engine.store.session_dirs import (
+    SessionDirError,
+    SessionDirInfo,
+    SessionDirOutcome,
+    find_session_dir,
+    list_session_dirs,
+)
+from engine.store.session_store import SessionStore, open_session, open_session_dir
 from engine.store.stats import read_jsonl
 from engine.store.transaction import CommitResult, ImageSource, SkippedFolder, Transaction
 
@@ -91,6 +104,9 @@ __all__ = [
     "JournalRecord",
     "LoadReport",
     "MaxFoldersExceededError",
+    "SessionDirError",
+    "SessionDirInfo",
+    "SessionDirOutcome",
     "SessionPaths",
     "SessionStore",
     "SkippedFolder",
@@ -98,9 +114,12 @@ __all__ = [
     "Transaction",
     "TransactionError",
     "UnknownTransactionError",
+    "find_session_dir",
     "is_folder_id",
+    "list_session_dirs",
     "make_idempotency_key",
     "open_session",
+    "open_session_dir",
     "read_jsonl",
     "safe_session_id",
     "session_paths",

@@ -21,7 +21,7 @@ class StoreError(Exception):
     """Base class of store errors."""
 
 
-class StoreUnavailableError(StoreError):
+class StoreUnavailableError(StoreError, ValueError):
     """The store cannot be used as it is on disk, for a reason the operating system
     would not report as an errno (a session directory that resolves outside the memory
     root, through a symlink): answered like a storage failure (-32003), with the path."""

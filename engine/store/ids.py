@@ -2,9 +2,35 @@
 
 Why strict: every one of these becomes a path component under the memory root.
 A session id comes from the host (QQ chat keys, WebUI ids, …) and must never
-name a directory outside the root, so unsafe characters are replaced by ``_``
-(reference §1.5) and names that would still be special (``""``, ``.``, ``..``)
-are refused with a ``ValueError``.
+name a directory outside the root, and two distinct ids must never share a
+directory (that would let a recall in one return the other's memories).
+
+Session directory names (:func:`safe_session_id`) are therefore an *injective*
+encoding of the id, not a lossy replacement:
+
+* an id made only of ``[a-z0-9._-]``, not starting with ``.`` and at most
+  :data:`MAX_READABLE_LENGTH` characters long is its own directory name;
+* any other id becomes ``<prefix>~<digest>``: ``prefix`` is a readable hint
+  (runs of characters outside ``[A-Za-z0-9._-]`` collapsed to one ``_``,
+  leading dots dropped, at most :data:`PREFIX_LENGTH` characters, ``_`` when
+  nothing is left) and ``digest`` the first :data:`DIGEST_HEX` hex digits of
+  SHA-256 of the UTF-8 id.
+
+Readable names contain no ``~`` and encoded names always do, so the two forms
+never meet; two readable names are equal only for equal ids; two encoded names
+are equal only if 80-bit digest prefixes collide (birthday bound ≈ n²/2⁸¹: about
+4·10⁻¹³ for a million sessions, and a second preimage against a given id costs
+2⁸⁰ hashes). Upper case letters always take the encoded form, so the names of
+distinct ids also differ on case-insensitive file systems (macOS, Windows), and
+names are ASCII, so Unicode normalisation by the file system cannot merge them.
+The directory also records the original id (``session.json``, see
+:mod:`engine.store.session_dirs`), checked on every open: even a digest
+collision is an error, never a silent share.
+
+:func:`legacy_session_dir_name` is the original mapping (every unsafe character
+→ ``_``, reference §1.5), kept only to find and migrate stores it named. Ids
+that would name a special directory (``""``, ``.``, ``..``) are refused with a
+``ValueError``, as before.
 """
 
 from __future__ import annotations
@@ -24,15 +50,30 @@ __all__ = [
     "folder_stamp",
     "is_folder_id",
     "is_safe_name",
+    "is_session_dir_name",
+    "legacy_session_dir_name",
     "make_idempotency_key",
     "safe_session_id",
 ]
 
 MAX_NAME_LENGTH = 128
 """Longest session directory name we produce (well under any filesystem's 255)."""
+MAX_READABLE_LENGTH = 96
+"""Longest id that is used as its own directory name."""
+PREFIX_LENGTH = 48
+"""Longest readable prefix of an encoded (``<prefix>~<digest>``) directory name."""
+DIGEST_HEX = 20
+"""Hex digits of SHA-256 in an encoded name (80 bits; see the module docstring)."""
+DIGEST_SEPARATOR = "~"
+"""Never part of a readable name, always part of an encoded one."""
 
 _UNSAFE_RE = re.compile(r"[^A-Za-z0-9._-]")
+_UNSAFE_RUN_RE = re.compile(r"[^A-Za-z0-9._-]+")
 _SAFE_NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+_READABLE_ID_RE = re.compile(r"^[a-z0-9_-][a-z0-9._-]*$")
+_SESSION_DIR_RE = re.compile(
+    rf"^(?:[a-z0-9_-][a-z0-9._-]*|[A-Za-z0-9_-][A-Za-z0-9._-]*~[0-9a-f]{{{DIGEST_HEX}}})$"
+)
 FOLDER_ID_RE = re.compile(r"^mem-(\d{8}T\d{6}Z)-(\d{4,})$")
 """Folder ids this store allocates: ``mem-YYYYMMDDTHHMMSSZ-NNNN``."""
 _FOLDER_DIR_RE = re.compile(r"^mem-[A-Za-z0-9._-]+$")
@@ -54,26 +95,57 @@ def check_safe_name(name: str, what: str) -> str:
     return name
 
 
-@functools.lru_cache(maxsize=4096)  # pure; called on every request of the daemon
-def safe_session_id(raw: str) -> str:
-    """Map a host session id to its directory name.
-
-    Every character outside ``[A-Za-z0-9._-]`` (``/``, ``\\``, NUL, spaces,
-    non-ASCII …) becomes ``_``, as the reference does. Ids longer than
-    :data:`MAX_NAME_LENGTH` are shortened to a prefix plus a hash of the raw id
-    so distinct long ids stay distinct. Raises ``ValueError`` for an empty id
-    or one that maps to dots only (``.``, ``..``): those name the root itself
-    or its parent.
-    """
+def _check_session_id(raw: str) -> None:
     if not isinstance(raw, str):
         raise ValueError(f"session id must be a string, got {type(raw).__name__}")
     if raw == "":
         raise ValueError("session id is empty")
-    safe = _UNSAFE_RE.sub("_", raw)
-    if safe.strip(".") == "":
+    if raw.strip(".") == "":
         raise ValueError(f"session id {raw!r} names a special directory ('.'/'..')")
+    try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"session id {raw!r} is not valid Unicode text") from None
+
+
+def is_session_dir_name(name: str) -> bool:
+    """True for a name :func:`safe_session_id` can produce (readable or encoded)."""
+    return 0 < len(name) <= MAX_NAME_LENGTH and _SESSION_DIR_RE.match(name) is not None
+
+
+@functools.lru_cache(maxsize=4096)  # pure; called on every request of the daemon
+def safe_session_id(raw: str) -> str:
+    """Map a host session id to its directory name (injective; module docstring).
+
+    ``session-8f2c``, ``onebot-group-12345`` → themselves; ``chat/a`` →
+    ``chat_a~<digest>``; ``会话一`` → ``_~<digest>``; ``Chat`` → ``Chat~<digest>``.
+    Raises ``ValueError`` for an empty id, one made of dots only (``.``, ``..``;
+    they would once have named the root or its parent) and one that is not valid
+    Unicode (a lone surrogate cannot be recorded in ``session.json``).
+    """
+    _check_session_id(raw)
+    if len(raw) <= MAX_READABLE_LENGTH and _READABLE_ID_RE.match(raw) is not None:
+        return raw
+    prefix = _UNSAFE_RUN_RE.sub("_", raw).lstrip(".")[:PREFIX_LENGTH] or "_"
+    digest = hashlib.sha256(raw.encode("utf-8")).hexdigest()[:DIGEST_HEX]
+    name = f"{prefix}{DIGEST_SEPARATOR}{digest}"
+    if not is_session_dir_name(name):  # pragma: no cover - guaranteed by construction
+        raise ValueError(f"session id {raw!r} gave an unusable directory name {name!r}")
+    return name
+
+
+@functools.lru_cache(maxsize=1024)
+def legacy_session_dir_name(raw: str) -> str:
+    """The directory name the original mapping gave ``raw`` (only to migrate it).
+
+    Every character outside ``[A-Za-z0-9._-]`` became ``_`` (so ``chat/a`` and
+    ``chat_a`` shared a directory); names over :data:`MAX_NAME_LENGTH` were cut to
+    a prefix plus 16 hex digits of SHA-256. Raises like :func:`safe_session_id`.
+    """
+    _check_session_id(raw)
+    safe = _UNSAFE_RE.sub("_", raw)
     if len(safe) > MAX_NAME_LENGTH:
-        digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        digest = hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
         safe = f"{safe[: MAX_NAME_LENGTH - 17]}-{digest}"
     return check_safe_name(safe, "session id")
 

@@ -1,7 +1,9 @@
 """Where each file of a session store lives (reference §4, §1.5).
 
 ``per_session=True`` (the default, ``storage.perSession``):
-``<root>/sessions/<safe-id>/``. ``per_session=False`` is the pre-0.2 global
+``<root>/sessions/<safe-id>/`` (``safe_session_id``: injective, see
+:mod:`engine.store.ids`; the directory records its id, see
+:mod:`engine.store.session_dirs`). ``per_session=False`` is the pre-0.2 global
 layout, where the store *is* the memory root (``<root>/index.json``,
 ``<root>/mem-…/``); the session id is then not part of the path.
 
@@ -14,9 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.store.errors import StoreUnavailableError
 from engine.store.ids import check_safe_name, safe_session_id
 
-__all__ = ["SessionPaths", "session_paths"]
+__all__ = ["SessionPaths", "session_dir_paths", "session_paths"]
 
 JOURNAL_PREFIX = ".commit-"
 STAGING_PREFIX = ".staging-"
@@ -77,8 +80,21 @@ def session_paths(root: Path, session_id: str, *, per_session: bool) -> SessionP
     root_resolved = root.expanduser().resolve()
     if not per_session:
         return SessionPaths(root=root_resolved, dir=root_resolved)
-    safe = safe_session_id(session_id)
-    target = (root_resolved / "sessions" / safe).resolve()
+    return _inside(root_resolved, safe_session_id(session_id), repr(session_id))
+
+
+def session_dir_paths(root: Path, name: str) -> SessionPaths:
+    """The paths of the existing directory ``<root>/sessions/<name>`` (as listed)."""
+    check_safe_name(name.replace("~", "_"), "session directory name")
+    return _inside(root.expanduser().resolve(), name, repr(name))
+
+
+def _inside(root_resolved: Path, name: str, what: str) -> SessionPaths:
+    target = (root_resolved / "sessions" / name).resolve()
     if not target.is_relative_to(root_resolved) or target == root_resolved:
-        raise ValueError(f"session directory for {session_id!r} escapes the memory root")
+        raise StoreUnavailableError(
+            str(root_resolved / "sessions" / name),
+            "OUTSIDE_ROOT",
+            f"session directory for {what} escapes the memory root",
+        )
     return SessionPaths(root=root_resolved, dir=target)

@@ -13,6 +13,7 @@ store from one thread at a time (the daemon serialises per session).
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,9 +22,9 @@ from engine import jsonio
 from engine.jsonio import write_json_atomic
 from engine.store.errors import FolderNotFoundError, TransactionError, UnknownTransactionError
 from engine.store.folders import read_context, read_meta
-from engine.store.ids import FolderIdAllocator
+from engine.store.ids import FolderIdAllocator, check_safe_name
 from engine.store.indexfile import write_index
-from engine.store.layout import SessionPaths, session_paths
+from engine.store.layout import SessionPaths, session_dir_paths, session_paths
 from engine.store.records import (
     FolderMeta,
     ImageIndexEntry,
@@ -33,19 +34,43 @@ from engine.store.records import (
     to_json_dict,
 )
 from engine.store.recovery import LoadReport, recover
+from engine.store.session_dirs import SessionDirOutcome, owner_of, prepare_session_dir
 from engine.store.stats import append_stats
 from engine.store.transaction import Transaction
 
-__all__ = ["SessionStore", "open_session"]
+__all__ = ["SessionStore", "open_session", "open_session_dir"]
 
 
 def open_session(root: Path, session_id: str, *, per_session: bool = True) -> SessionStore:
     """Open (creating if needed) the store of ``session_id`` and run recovery.
 
-    Raises ``ValueError`` if the id cannot name a directory inside ``root``.
+    Per session, the directory is made the recorded one of ``session_id`` first,
+    migrating a store named by the old mapping (:mod:`engine.store.session_dirs`;
+    ``store.dir_outcome`` says what happened). Raises ``ValueError`` if the id
+    cannot name a directory inside ``root``, :class:`SessionDirError` (also a
+    ``ValueError``) if its directory belongs to another id.
     """
     paths = session_paths(root, session_id, per_session=per_session)
-    return SessionStore(paths, session_id)
+    outcome = None
+    if per_session:
+        outcome = prepare_session_dir(paths.root / "sessions", session_id)
+        paths = session_paths(root, session_id, per_session=True)  # re-checked after a move
+    store = SessionStore(paths, session_id)
+    store.dir_outcome = outcome
+    return store
+
+
+def open_session_dir(root: Path, name: str) -> SessionStore:
+    """Open the existing directory ``<root>/sessions/<name>`` as it is (for listings).
+
+    Nothing is claimed or migrated; the store's session id is the recorded one,
+    else what :func:`~engine.store.session_dirs.owner_of` infers, else ``name``.
+    """
+    paths = session_dir_paths(root, name)
+    if not paths.dir.is_dir():
+        raise FileNotFoundError(errno.ENOENT, "no such session directory", str(paths.dir))
+    owner = owner_of(paths.dir).id
+    return SessionStore(paths, owner if owner is not None else name)
 
 
 class SessionStore:
@@ -74,6 +99,8 @@ class SessionStore:
         """Incremented on every index change; derived caches compare it."""
         self.needs_recovery = False
         """Set when a rollback could not finish; reopening the store repairs it."""
+        self.dir_outcome: SessionDirOutcome | None = None
+        """What :func:`open_session` did to find the directory (None: global layout)."""
 
     # -- reading -------------------------------------------------------------
     @property

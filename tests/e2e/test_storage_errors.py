@@ -172,3 +172,21 @@ def test_errors_name_the_target_not_the_temp_file() -> None:
     err = OSError(errno.EISDIR, "Is a directory", "/m/.a.json.1-2.tmp", "/m/a.json")
     got = storage_failure(err)
     assert got is not None and got.data == {"path": "/m/a.json", "reason": "EISDIR"}
+
+
+def test_a_symlinked_session_directory(daemon: DaemonProcess, tmp_path: Path) -> None:
+    sid = "symlinkedsession"
+    root = _session_path(daemon, sid)
+    elsewhere = tmp_path / "elsewhere"
+    root.rename(elsewhere)
+    root.symlink_to(elsewhere, target_is_directory=True)
+    try:
+        r = _call(daemon, "agent/inbox/inserted", inbox(sid, 2))
+        assert r["error"]["code"] == STORAGE_UNAVAILABLE, r
+        assert r["error"]["data"]["path"] == str(root.parent.resolve() / root.name)
+        assert r["error"]["data"]["reason"] == "OUTSIDE_ROOT"
+        assert "result" in _call(daemon, "agent/inbox/inserted", inbox("notsymlinked"))
+    finally:
+        root.unlink()
+        elsewhere.rename(root)
+    assert "result" in _call(daemon, "agent/inbox/inserted", inbox(sid, 3))

@@ -1,4 +1,7 @@
-"""Session ids become safe directory names; nothing escapes the memory root."""
+"""Session ids become safe directory names; nothing escapes the memory root.
+
+(Distinct ids never sharing a directory, and the migration of stores named by the
+old mapping: tests/engine/test_session_dirs.py.)"""
 
 from __future__ import annotations
 
@@ -10,11 +13,14 @@ from hypothesis import strategies as st
 
 from engine.store import open_session, safe_session_id, session_paths
 from engine.store.ids import (
+    DIGEST_HEX,
     FOLDER_ID_RE,
     MAX_NAME_LENGTH,
     FolderIdAllocator,
     folder_stamp,
     is_safe_name,
+    is_session_dir_name,
+    legacy_session_dir_name,
     make_idempotency_key,
 )
 
@@ -36,14 +42,48 @@ from engine.store.ids import (
         ("a:b*c?d", "a_b_c_d"),
     ],
 )
-def test_safe_session_id_table(raw: str, expected: str) -> None:
-    assert safe_session_id(raw) == expected
+def test_legacy_session_dir_name_table(raw: str, expected: str) -> None:
+    """The original mapping (kept to find stores it named): unsafe characters → `_`."""
+    assert legacy_session_dir_name(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "prefix"),
+    [
+        ("session-abc123", None),
+        ("onebot-group-12345", None),
+        ("a.b_c-d", None),
+        ("a/b", "a_b"),
+        ("a\\b", "a_b"),
+        ("a/../../b", "a_.._.._b"),
+        ("../etc", "_etc"),
+        ("nul\x00byte", "nul_byte"),
+        ("日本", "_"),
+        ("with space", "with_space"),
+        ("C:\\Windows", "C_Windows"),
+        ("~user", "_user"),
+        ("a:b*c?d", "a_b_c_d"),
+        ("Chat", "Chat"),
+        (".hidden", "hidden"),
+    ],
+)
+def test_safe_session_id_table(raw: str, prefix: str | None) -> None:
+    """Lower-case safe ids are their own name; anything else `<prefix>~<digest>`."""
+    name = safe_session_id(raw)
+    if prefix is None:
+        assert name == raw
+    else:
+        assert name.startswith(prefix + "~")
+        assert len(name) == len(prefix) + 1 + DIGEST_HEX
+    assert is_session_dir_name(name)
 
 
 @pytest.mark.parametrize("raw", ["", ".", "..", "...", "...."])
 def test_special_ids_refused(raw: str) -> None:
     with pytest.raises(ValueError, match="session id"):
         safe_session_id(raw)
+    with pytest.raises(ValueError, match="session id"):
+        legacy_session_dir_name(raw)
 
 
 def test_long_ids_are_shortened_and_stay_distinct() -> None:
@@ -51,7 +91,12 @@ def test_long_ids_are_shortened_and_stay_distinct() -> None:
     b = safe_session_id("x" * 1000 + "b")
     assert len(a) <= MAX_NAME_LENGTH and len(b) <= MAX_NAME_LENGTH
     assert a != b
-    assert is_safe_name(a)
+    assert is_session_dir_name(a)
+    old_a, old_b = (
+        legacy_session_dir_name("x" * 1000 + "a"),
+        legacy_session_dir_name("x" * 1000 + "b"),
+    )
+    assert old_a != old_b and len(old_a) == MAX_NAME_LENGTH and is_safe_name(old_a)
 
 
 def test_per_session_false_uses_root(tmp_path: Path) -> None:
@@ -62,8 +107,10 @@ def test_per_session_false_uses_root(tmp_path: Path) -> None:
 
 def test_per_session_layout(tmp_path: Path) -> None:
     store = open_session(tmp_path, "qqb-g-1/abc", per_session=True)
-    assert store.dir == tmp_path.resolve() / "sessions" / "qqb-g-1_abc"
+    assert store.dir == tmp_path.resolve() / "sessions" / safe_session_id("qqb-g-1/abc")
+    assert store.dir.name.startswith("qqb-g-1_abc~")
     assert store.dir.is_dir()
+    assert open_session(tmp_path, "qqb-g-1", per_session=True).dir.name == "qqb-g-1"
 
 
 def test_symlinked_sessions_dir_escaping_root_is_refused(tmp_path: Path) -> None:
@@ -84,7 +131,7 @@ def test_no_session_id_escapes_root(raw: str) -> None:
         safe = safe_session_id(raw)
     except ValueError:
         return
-    assert is_safe_name(safe)
+    assert is_session_dir_name(safe)
     assert "/" not in safe and "\\" not in safe and "\x00" not in safe
     assert safe not in {".", ".."}
     target = (root / "sessions" / safe).resolve()
