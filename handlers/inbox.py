@@ -27,12 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import structlog
-from pydantic import Field
 
 from engine.config import MemoryConfig
 from engine.recall import RecallState, RoundOutcome, analyze_query, run_round
 from handlers.context import RequestContext
-from handlers.params import Session, Wire
+from handlers.params import Message, Millis, SafeInt, Session, TokenCount, Wire
 from handlers.recall_state import candidate_index, ensure_recall_state, relevance_index
 from handlers.sections import sections_answer
 
@@ -50,10 +49,10 @@ class InboxParams(Wire):
     """`agent/inbox/inserted` params."""
 
     session: Session
-    message: dict[str, Any]
-    time: int | None = None
-    turn: int | None = Field(default=None, ge=0)
-    contextWindow: int | None = Field(default=None, ge=0)
+    message: Message
+    time: Millis | None = None
+    turn: SafeInt | None = None
+    contextWindow: TokenCount | None = None
 
 
 def source_kind(message: Mapping[str, Any]) -> str | None:

@@ -14,11 +14,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from handlers.context import RequestContext
-from handlers.errors import HandlerError
-from handlers.params import Session, Wire
+from handlers.errors import HandlerError, invalid_params
+from handlers.params import (
+    IdStr,
+    NameStr,
+    SafeInt,
+    Session,
+    ToolArguments,
+    Wire,
+    tool_arguments_errors,
+)
 from handlers.sections import sections_answer
 
 if TYPE_CHECKING:
@@ -56,13 +64,22 @@ class Tool:
 
 
 class ToolCallParams(Wire):
-    """`tools/call` params."""
+    """`tools/call` params. A JSON-string `arguments` is parsed here (orjson), so the
+    tool sees an object whose numbers, strings and nesting are within the limits."""
 
     session: Session
-    turn: int | None = None
-    callId: str | None = None
-    name: str = Field(min_length=1)
-    arguments: dict[str, Any] | str | None = None
+    turn: SafeInt | None = None
+    callId: IdStr | None = None
+    name: NameStr = Field(min_length=1)
+    arguments: ToolArguments = None
+
+    @model_validator(mode="after")
+    def _arguments_shape(self) -> ToolCallParams:
+        if isinstance(self.arguments, dict):
+            errors = tool_arguments_errors(self.name, self.arguments)
+            if errors:
+                raise invalid_params(errors)  # not a ValueError: pydantic lets it through
+        return self
 
 
 def _tools() -> dict[str, Tool]:
