@@ -4,14 +4,21 @@
 Order of a pre-step, and why:
 
 1. switches and capabilities (no `tokenMeter` / `tools`: no automatic archiving);
-2. an unreported archive whose span is still on the surface is answered again (the
-   host replays a pre-step it could not apply: never a second set of folders);
+2. an unreported archive whose whole span (seqs and message ids) is still on the
+   surface is answered again as it is, same token and folders, even if the surface grew
+   or a fresh plan would cut deeper: the host replays a pre-step whose answer it never
+   got, and one archive never becomes two sets of folders (``handlers.archive_state``:
+   the record survives restarts; an archive certainly never answered is rolled back at
+   load instead, and the replay plans afresh). Answered archives whose span is gone
+   from the surface have landed: final;
 3. the pure plan (`engine.archive.plan`): guards, pass-0 re-archive of the recall
    block, passes, chunks, note; the scoring gate (`archive_gate`) may veto;
-4. `commit_guard`, then in a worker thread: re-archive (recall state, rescorePending),
-   the store transaction (journal, folders, images, index; idempotency keys), the
-   conservation check (written + already-archived == planned, else everything of this
-   archive is rolled back and nothing is replaced), telemetry.
+4. `commit_guard`, then in a worker thread: the durable ``planned`` record (span,
+   folders and images to write, what undoes pass 0), re-archive (recall state,
+   rescorePending), the store transaction (journal, folders, images, index; idempotency
+   keys), the conservation check (written + already-archived == planned, else
+   everything of this archive is rolled back and nothing is replaced), telemetry, the
+   record turned ``answered``.
 
 Everything before step 4 is cancellable and writes nothing. The answer is sent only
 after the folders and the index are durable.
@@ -35,12 +42,20 @@ from engine.archive.image_check import image_kind
 from engine.archive.telemetry import rearchive_record
 from engine.config.model import MemoryConfig
 from engine.recall_view import RecallBlockView
-from engine.store import FolderNotFoundError
+from engine.store import FolderNotFoundError, Transaction
 from handlers.app import App
-from handlers.archive_state import PendingArchive
+from handlers.archive_state import PendingArchive, span_of, surface_ids
 from handlers.context import RequestContext
 from handlers.errors import HandlerError, invalid_params
-from handlers.params import Session, Wire
+from handlers.params import (
+    MAX_NODES,
+    MAX_REASON_CHARS,
+    SafeInt,
+    Session,
+    SurfaceNode,
+    TokenCount,
+    Wire,
+)
 from handlers.recall_state import ensure_recall_state
 from handlers.scoring_policy import archive_gate
 from handlers.sections import sections_answer
@@ -66,27 +81,27 @@ ONCE_PER_SESSION = frozenset(
 class NodeTokens(Wire):
     """One `context.nodes` entry: tokens of one surface node as the host measured them."""
 
-    seq: int
-    tokens: int | None = Field(default=None, ge=0)
+    seq: SafeInt
+    tokens: TokenCount | None = None
 
 
 class ContextInfo(Wire):
     """`context` of a pre-step: the host token meter's view."""
 
-    totalTokens: int = Field(ge=0)
-    contextWindow: int = Field(default=0, ge=0)
-    nodes: list[NodeTokens] = Field(default_factory=list)
+    totalTokens: TokenCount
+    contextWindow: TokenCount = 0
+    nodes: list[NodeTokens] = Field(default_factory=list, max_length=MAX_NODES)
 
 
 class PreStepParams(Wire):
-    """`agent/pre-step` params."""
+    """`agent/pre-step` params; each surface node is checked against `SurfaceNodeShape`."""
 
     session: Session
-    turn: int = 0
-    step: int | None = None
-    messages: list[Any] = Field(default_factory=list)
+    turn: SafeInt = 0
+    step: SafeInt | None = None
+    messages: list[Any] = Field(default_factory=list, max_length=MAX_NODES)
     context: ContextInfo | None = None
-    surface: list[dict[str, Any]] = Field(default_factory=list)
+    surface: list[SurfaceNode] = Field(default_factory=list, max_length=MAX_NODES)
 
 
 class ArchiveCommitParams(Wire):
@@ -99,7 +114,7 @@ class ArchiveCommitParams(Wire):
 class ArchiveAbortParams(ArchiveCommitParams):
     """`archive/abort` params."""
 
-    reason: str | None = None
+    reason: str | None = Field(default=None, max_length=MAX_REASON_CHARS)
 
 
 def _archiver_version() -> str:
@@ -169,8 +184,8 @@ async def _maybe_archive(
         return None
     if params.context is None:
         return None
-    surface_seqs = {s for node in params.surface if isinstance(s := node.get("seq"), int)}
-    replay = state.archive.unlanded(surface_seqs)
+    ids = surface_ids(params.surface)
+    replay = await _replayed(state, ids, ctx)
     if replay is not None:
         log.info("pre-step replayed: same compaction answered", token=replay.token)
         return replay.compaction
@@ -205,13 +220,39 @@ async def _maybe_archive(
             return None
         with ctx.commit_guard():
             compaction = await anyio.to_thread.run_sync(
-                lambda: _commit(state, plan, params, ctx.now_ms, cfg, warnings)
+                lambda: _commit(state, plan, params, ids, ctx.now_ms, cfg, warnings)
             )
     else:
         compaction = None
     if not plan.guarded:
         _track_pressure(state, plan, compaction is not None, cfg, warnings)
     return compaction
+
+
+async def _replayed(
+    state: SessionState, ids: dict[int, str | None], ctx: RequestContext
+) -> PendingArchive | None:
+    """The unreported archive this pre-step replays, if any; archives whose span has left
+    the surface are final (their replacement landed, the commit was lost)."""
+    ast = state.archive
+    live, gone = ast.classify(ids)
+    if gone:
+        store = state.store
+
+        def settle() -> None:
+            for pend, status in gone:
+                store.finalize(pend.token)
+                ast.settle(pend.token, "landed")
+                if status == "partial":
+                    log.warning(
+                        "unreported archive partly gone from the surface: kept",
+                        session_key=state.key,
+                        token=pend.token,
+                    )
+
+        with ctx.commit_guard():
+            await anyio.to_thread.run_sync(settle)
+    return live
 
 
 def _track_pressure(
@@ -272,60 +313,90 @@ def _commit(
     state: SessionState,
     plan: PreStepPlan,
     params: PreStepParams,
+    ids: dict[int, str | None],
     now_ms: int,
     cfg: MemoryConfig,
     warnings: list[str],
 ) -> dict[str, Any] | None:
     store = state.store
-    snapshot: object | None = None
-    marked: list[str] = []
     rearchive = plan.rearchive
     recall = state.recall
-    if rearchive is not None and rearchive.any and recall is not None:
-        snapshot, marked = _apply_rearchive(state, plan, params.turn, now_ms, warnings)
+    rearchiving = rearchive is not None and rearchive.any and recall is not None
     if not plan.archives:
+        if rearchiving:
+            to_mark, missing = _rearchive_marks(state, plan)
+            _apply_rearchive(state, plan, params.turn, now_ms, warnings, to_mark, missing)
         return None
     ast = state.archive
     token, ast.tokens_issued = archive_token(store, now_ms, plan.content_hash, ast.tokens_issued)
-    out = commit_plan(
-        store,
-        plan,
-        cfg=cfg,
-        token=token,
-        now_ms=now_ms,
-        turn=params.turn,
-        step=params.step,
-        archiver_version=ARCHIVER_VERSION,
-    )
-    for key, message in out.warnings:
-        _warn(state, warnings, key, message)
-    if not out.ok:
-        if snapshot is not None:
-            _undo_rearchive(state, recall, snapshot, marked)
-        store.append_stats(out.record)
-        return None
-    store.append_stats(out.record)
-    folder_ids, written = out.folder_ids, out.written
-    compaction: dict[str, Any] = {
-        "token": token,
-        "replace": {"startSeq": plan.start_seq, "endSeq": plan.end_seq},
-        "shadowedSeqs": plan.shadowed_seqs,
-        "shadowedTokenCount": plan.shadowed_tokens,
-        "checkpoint": {"content": [{"type": "text", "text": plan.note}]},
-        "folders": folder_ids,
-    }
-    dropped = ast.remember(
-        PendingArchive(
-            token=token,
-            folders=folder_ids,
-            written=written,
-            shadowed_seqs=frozenset(plan.shadowed_seqs),
-            compaction=compaction,
-            recall_snapshot=snapshot,
-            recall=recall,
-            rescore_marked=marked,
+    while token in ast.pending or token in ast.settled:  # never a token the host saw
+        token, ast.tokens_issued = archive_token(
+            store, now_ms, plan.content_hash, ast.tokens_issued
         )
-    )
+    snapshot: object | None = None
+    marked: list[str] = []
+    applied = False
+
+    def before_write(txn: Transaction) -> None:
+        # durable before anything else: a crash from here on is undone at load
+        nonlocal snapshot, marked, applied
+        missing: list[str] = []
+        if rearchiving:
+            assert recall is not None
+            snapshot = recall.snapshot()
+            marked, missing = _rearchive_marks(state, plan)
+        ast.begin(
+            PendingArchive(
+                token=token,
+                span=span_of(plan.shadowed_seqs, ids),
+                journal=txn.record(),
+                recall_snapshot=snapshot,
+                recall=recall if rearchiving else None,
+                rescore_marked=marked,
+                turn=params.turn,
+            )
+        )
+        if rearchiving:
+            applied = True
+            _apply_rearchive(state, plan, params.turn, now_ms, warnings, marked, missing)
+
+    try:
+        out = commit_plan(
+            store,
+            plan,
+            cfg=cfg,
+            token=token,
+            now_ms=now_ms,
+            turn=params.turn,
+            step=params.step,
+            archiver_version=ARCHIVER_VERSION,
+            before_write=before_write,
+        )
+        for key, message in out.warnings:
+            _warn(state, warnings, key, message)
+        if not out.ok:
+            _abandon(state, token, snapshot if applied else None, marked)
+            store.append_stats(out.record)
+            return None
+        store.append_stats(out.record)
+        folder_ids, written = out.folder_ids, out.written
+        compaction: dict[str, Any] = {
+            "token": token,
+            "replace": {"startSeq": plan.start_seq, "endSeq": plan.end_seq},
+            "shadowedSeqs": plan.shadowed_seqs,
+            "shadowedTokenCount": plan.shadowed_tokens,
+            "checkpoint": {"content": [{"type": "text", "text": plan.note}]},
+            "folders": folder_ids,
+        }
+        # from here the answer may reach the host: the record says so first
+        dropped = ast.answered(token, folder_ids, compaction)
+    except BaseException:
+        # not answered (a failed write, a bug): nothing of it may stay, or a replay would
+        # archive the same messages again
+        pend = ast.pending.get(token)
+        if pend is not None and pend.phase == "planned":
+            _abandon(state, token, snapshot if applied else None, marked)
+        raise
     for old in dropped:
         store.finalize(old.token)
     log.info(
@@ -341,20 +412,41 @@ def _commit(
     return compaction
 
 
+def _abandon(state: SessionState, token: str, snapshot: object | None, marked: list[str]) -> None:
+    """A planned archive that will not be answered: undo pass 0, forget the record."""
+    ast = state.archive
+    if token in state.store.committed_transactions():
+        state.store.rollback_committed(token)
+    if snapshot is not None:
+        _undo_rearchive(state, state.recall, snapshot, marked)
+    ast.discard(token)
+
+
+def _rearchive_marks(state: SessionState, plan: PreStepPlan) -> tuple[list[str], list[str]]:
+    """Pass 0: (recalled folders to mark rescorePending, ids with no folder any more)."""
+    assert plan.rearchive is not None
+    store = state.store
+    rescore = plan.rearchive.rescore
+    missing = [fid for fid in rescore if fid not in store]
+    to_mark = [fid for fid in rescore if fid in store and not store.get_entry(fid).rescorePending]
+    return to_mark, missing
+
+
 def _apply_rearchive(
-    state: SessionState, plan: PreStepPlan, turn: int, now_ms: int, warnings: list[str]
-) -> tuple[object, list[str]]:
-    """Pass 0 on the recall block; returns (snapshot, ids we marked rescorePending)."""
+    state: SessionState,
+    plan: PreStepPlan,
+    turn: int,
+    now_ms: int,
+    warnings: list[str],
+    to_mark: list[str],
+    missing: list[str],
+) -> None:
+    """Pass 0 on the recall block: shrink it, mark ``to_mark`` rescorePending."""
     recall = state.recall
     assert recall is not None and plan.rearchive is not None
     rp = plan.rearchive
-    snapshot = recall.snapshot()
     recall.remove_for_rearchive(rp.removed, rp.recycle_high, turn)
     store = state.store
-    missing = [fid for fid in rp.rescore if fid not in store]
-    to_mark = [
-        fid for fid in rp.rescore if fid in store and not store.get_entry(fid).rescorePending
-    ]
     if to_mark:
         store.update_metas({fid: {"rescorePending": True} for fid in to_mark})
     for fid in missing:
@@ -378,7 +470,6 @@ def _apply_rearchive(
         )
     )
     state.request_new_series()
-    return snapshot, to_mark
 
 
 def _undo_rearchive(
@@ -395,43 +486,72 @@ def _undo_rearchive(
 # ---- archive/commit, archive/abort ---------------------------------------------------
 
 
-def _unknown_token(token: str) -> HandlerError:
+def _unknown_token(token: str, why: str = "unknown archive token") -> HandlerError:
     return invalid_params(
-        [{"field": "token", "message": f"unknown archive token {token!r}"}],
-        message="unknown archive token",
+        [{"field": "token", "message": f"{why} {token!r}"}],
+        message=why,
     )
 
 
 async def archive_commit(
     app: App, params: ArchiveCommitParams, ctx: RequestContext
 ) -> dict[str, Any]:
-    """The host's replacement landed: the archive is final."""
+    """The host's replacement landed: the archive is final. A re-sent commit (its answer
+    was lost) is answered again."""
     state = await app.sessions.get(params.session.id)
-    pend = state.archive.pending.get(params.token)
-    if pend is None and params.token not in state.store.committed_transactions():
-        raise _unknown_token(params.token)
+    ast = state.archive
+    store = state.store
+    pend = ast.pending.get(params.token)
+    if pend is None and params.token not in store.committed_transactions():
+        done = ast.settled.get(params.token)
+        if done is None:
+            raise _unknown_token(params.token)
+        if done.outcome == "aborted":
+            raise _unknown_token(params.token, "archive token already aborted")
+        return {"ok": True}
+
+    def commit() -> None:
+        store.finalize(params.token)
+        ast.settle(params.token, "committed")
+
     with ctx.commit_guard():
-        state.archive.pending.pop(params.token, None)
-        await anyio.to_thread.run_sync(lambda: state.store.finalize(params.token))
+        await anyio.to_thread.run_sync(commit)
     return {"ok": True}
 
 
 async def archive_abort(
     app: App, params: ArchiveAbortParams, ctx: RequestContext
 ) -> dict[str, Any]:
-    """The host could not apply the replacement: remove exactly what the archive wrote."""
+    """The host could not apply the replacement: remove exactly what the archive wrote,
+    whenever it was written (before a restart too); ``rolledBack`` lists it. A re-sent
+    abort is answered again."""
     state = await app.sessions.get(params.session.id)
-    pend = state.archive.pending.get(params.token)
+    ast = state.archive
+    pend = ast.pending.get(params.token)
     store = state.store
     if pend is None and params.token not in store.committed_transactions():
-        raise _unknown_token(params.token)
+        done = ast.settled.get(params.token)
+        if done is None:
+            raise _unknown_token(params.token)
+        if done.outcome != "aborted":
+            raise _unknown_token(params.token, "archive token already committed")
+        return {"ok": True, "rolledBack": list(done.rolled_back)}
+    recall = pend.recall if pend is not None else None
+    if pend is not None and pend.recall_snapshot is not None and recall is None:
+        # reinstated after a restart: restore into the session's recall state
+        recall = await ensure_recall_state(app, state)
 
     def rollback() -> list[str]:
         removed: list[str] = []
+        if pend is not None:
+            ast.aborting(params.token)  # a crash from here on: the load finishes the abort
         if params.token in store.committed_transactions():
             removed = store.rollback_committed(params.token)
+        if pend is not None:
+            # everything this token wrote, also what an abort cut short already removed
+            removed = pend.written
         if pend is not None and pend.recall_snapshot is not None:
-            _undo_rearchive(state, pend.recall, pend.recall_snapshot, pend.rescore_marked)
+            _undo_rearchive(state, recall, pend.recall_snapshot, pend.rescore_marked)
         store.append_stats(
             {
                 "type": "archive-abort",
@@ -441,13 +561,14 @@ async def archive_abort(
                 "rolledBack": removed,
             }
         )
+        ast.settle(params.token, "aborted", removed)
         return removed
 
     with ctx.commit_guard():
-        state.archive.pending.pop(params.token, None)
         try:
             removed = await anyio.to_thread.run_sync(rollback)
         except FolderNotFoundError:  # pragma: no cover - defensive
+            ast.settle(params.token, "aborted")
             removed = []
     log.info("archive aborted", session_key=state.key, token=params.token, removed=len(removed))
     return {"ok": True, "rolledBack": removed}

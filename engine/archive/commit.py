@@ -28,13 +28,24 @@ from engine.store import (
     MaxFoldersExceededError,
     SessionStore,
     StoreError,
+    Transaction,
     UnknownTransactionError,
 )
 
-__all__ = ["CommitOutcome", "archive_token", "commit_plan", "folder_meta", "pending_count"]
+__all__ = [
+    "BeforeWrite",
+    "CommitOutcome",
+    "archive_token",
+    "commit_plan",
+    "folder_meta",
+    "pending_count",
+]
 
 Scorer = Callable[[PlannedFolder], Mapping[str, Any]]
 """Meta fields that score a folder at creation (``engine.scoring.fallback.heuristic_fields``)."""
+
+BeforeWrite = Callable[[Transaction], None]
+"""Called with the transaction once every folder is planned, before anything is written."""
 
 
 def pending_count(store: SessionStore) -> int:
@@ -127,11 +138,16 @@ def commit_plan(
     archived_from: str = "adapter",
     score_mode: str = "model",
     scorer: Scorer | None = None,
+    before_write: BeforeWrite | None = None,
 ) -> CommitOutcome:
     """Write ``plan.folders`` in transaction ``token``; all or nothing (see module doc).
 
     ``scorer`` (engine CLI / simulation): each folder is written already scored with
     the fields it returns; without it folders are pending (``scored:false``).
+    ``before_write`` (the daemon): called once the folder ids and images are known
+    (``txn.record()``) and before the journal is written, so the caller can record
+    durably what a crash from here on may leave behind. If it raises, nothing is
+    written (a ``StoreError`` / ``OSError`` / ``ValueError`` gives ``ok=False``).
     """
     out = CommitOutcome(ok=True, token=token)
     pending_before = pending_count(store)
@@ -157,6 +173,8 @@ def commit_plan(
                     out.folder_ids.append(existing)
                     out.skipped_ids.append(existing)
                 planned.append((out.folder_ids[-1], folder))
+            if before_write is not None:
+                before_write(txn)
         result = txn.result
         out.written = list(result.written) if result else []
     except (MaxFoldersExceededError, StoreError, OSError, ValueError) as exc:

@@ -51,6 +51,7 @@ API::
     store.committed_transactions() -> tuple[str, ...]
     store.finalize(txn_id) -> bool
     store.rollback_committed(txn_id) -> list[str]
+    store.reinstate(txn.record())   # after a restart: undoable again
     store.update_meta(id, changes) -> FolderMeta;  store.update_metas({id: changes})
     store.append_stats(record) -> None
     store.image_entries() -> list[ImageIndexEntry];  store.image_path(name) -> Path

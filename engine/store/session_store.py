@@ -192,6 +192,22 @@ class SessionStore:
             jsonio.fs.fsync_dir(self.paths.dir)
         return True
 
+    def reinstate(self, record: JournalRecord) -> None:
+        """Make a committed transaction undoable again after a restart.
+
+        Recovery finalizes every committed journal at load (its data is kept); a caller
+        that kept the transaction's :meth:`Transaction.record` durably hands it back here,
+        so :meth:`rollback_committed` removes exactly what it wrote (folders still
+        present, their images and index entries) and :meth:`finalize` forgets it. Its
+        folder ids are never handed out again.
+        """
+        check_safe_name(record.txnId, "transaction id")
+        if self._active is not None and self._active.txn_id == record.txnId:
+            raise TransactionError(f"transaction {record.txnId} is still open")
+        for folder_id in record.folders:
+            self._ids.observe(folder_id)
+        self._committed[record.txnId] = record.model_copy(update={"state": "committed"})
+
     def rollback_committed(self, txn_id: str) -> list[str]:
         """Undo a committed transaction: remove exactly its folders, images, entries.
 

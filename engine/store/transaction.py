@@ -217,6 +217,15 @@ class Transaction:
         store._end_transaction(self, self._record("committed") if self._keep_record else None)
         return self.result
 
+    def record(self) -> JournalRecord:
+        """What this transaction will write (folders, images), as its journal lists them.
+
+        Known once every folder is planned, before :meth:`commit` writes anything: a
+        caller that must be able to undo the archive after a crash stores it durably
+        first, and later hands it to :meth:`SessionStore.reinstate`.
+        """
+        return self._record("committed")
+
     def _record(self, state: Literal["pending", "committed", "aborting"]) -> JournalRecord:
         return JournalRecord(
             txnId=self.txn_id,

@@ -171,7 +171,12 @@ def test_archive_answer_folders_and_commit(daemon: DaemonProcess) -> None:
         c.call(2, "archive/commit", {"session": {"id": sid}, "token": comp["token"]})
     ) == {"ok": True}
     assert not list(session_dir(daemon, sid).glob(".commit-*.json"))
-    err = c.call(3, "archive/commit", {"session": {"id": sid}, "token": comp["token"]})
+    # a re-sent commit (its answer was lost) is answered again; an abort after it is refused
+    again = c.call(3, "archive/commit", {"session": {"id": sid}, "token": comp["token"]})
+    assert result(again) == {"ok": True}
+    err = c.call(4, "archive/abort", {"session": {"id": sid}, "token": comp["token"]})
+    assert err["error"]["code"] == -32602 and err["error"]["data"]["errors"][0]["field"] == "token"
+    err = c.call(5, "archive/commit", {"session": {"id": sid}, "token": "arc-never-issued"})
     assert err["error"]["code"] == -32602 and err["error"]["data"]["errors"][0]["field"] == "token"
     c.close()
 
