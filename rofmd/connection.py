@@ -8,14 +8,16 @@ invalid UTF-8 reaches the JSON parser (→ -32700) instead of killing the reader
 from __future__ import annotations
 
 import contextlib
+import uuid
 from typing import Any
 
 import anyio
+import orjson
 import structlog
 from anyio.abc import ByteStream
 
 from handlers.context import ConnectionState
-from handlers.errors import INVALID_REQUEST
+from handlers.errors import INTERNAL_ERROR, INVALID_REQUEST
 from rofmd.dispatcher import Dispatcher, Reply
 from rofmd.jsonrpc import Call, encode, error_response, parse_line
 
@@ -71,7 +73,12 @@ class Connection:
         """Write one answer line; a vanished peer is not an error of ours."""
         if self.closed:
             return
-        data = encode(message)
+        try:
+            data = encode(message)
+        except (TypeError, orjson.JSONEncodeError):
+            # validation keeps unwritable values out; if one slips through, answer each
+            # request with an internal error instead of letting the daemon die
+            data = encode(_unencodable(message))
         async with self._send_lock:
             try:
                 await self.stream.send(data)
@@ -185,3 +192,16 @@ class Connection:
 
 async def _discard(response: dict[str, Any]) -> None:
     """Notifications are never answered (PROTOCOL.md §2)."""
+
+
+def _unencodable(message: Any) -> Any:
+    """-32603 with an error id in place of an answer JSON cannot hold (an integer beyond
+    64 bits, nesting deeper than orjson writes); a batch keeps one answer per request."""
+    if isinstance(message, list):
+        return [_unencodable(m) for m in message]
+    error_id = uuid.uuid4().hex[:12]
+    log.error("answer not encodable", error_id=error_id)
+    rid = message.get("id") if isinstance(message, dict) else None
+    if not isinstance(rid, str | int) or isinstance(rid, bool):
+        rid = None
+    return error_response(rid, INTERNAL_ERROR, "internal error", {"errorId": error_id})
