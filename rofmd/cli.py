@@ -110,6 +110,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         f"{result.get('connections')}   in flight {result.get('inFlight')}",
         "counters     " + (", ".join(f"{k} {v}" for k, v in sorted(counters.items())) or "none"),
     ]
+    for client in result.get("clients") or []:
+        host = client.get("host") or {}
+        name = " ".join(str(host.get(k)) for k in ("name", "version") if host.get(k)) or "?"
+        caps = ", ".join(client.get("capabilities") or []) or "none"
+        lines.append(f"client       {name}  (pid {client.get('pid')}; capabilities {caps})")
     print("\n".join(lines))
     return 0
 

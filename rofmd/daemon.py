@@ -97,12 +97,30 @@ class Daemon:
             "uptimeSeconds": round(time.monotonic() - self.started_monotonic, 3),
             "socket": str(self.settings.socket_path),
             "connections": len(self.connections),
+            "clients": self._clients(),
             "refusedPeers": self._refused,
             "counters": dict(d.counters) if d else {},
             "inFlight": d.active if d else 0,
             "queueDepths": d.queue_depths() if d else {},
             "tailer": {"files": []},
         }
+
+    def _clients(self) -> list[dict[str, Any]]:
+        """The initialized connections: who they say they are (`initialize`'s `host`)
+        and what they can do, so an operator sees that a host's bridge is connected."""
+        out: list[dict[str, Any]] = []
+        for conn_id, conn in sorted(self.connections.items()):
+            st = conn.state
+            if st.initialized:
+                out.append(
+                    {
+                        "connection": conn_id,
+                        "host": dict(st.host),
+                        "pid": st.peer_pid,
+                        "capabilities": sorted(k for k, v in st.capabilities.items() if v),
+                    }
+                )
+        return out
 
     # ---- sockets ----------------------------------------------------------------
 

@@ -222,6 +222,18 @@ def test_cli_status_reload_and_doctor() -> None:
     with running_daemon() as d:
         env = d.env
         rofmd = [sys.executable, "-m", "rofmd"]
+        # a host's bridge, connected and initialized, is listed by status
+        bridge = LineSocket(d.socket_path)
+        init = bridge.call(
+            0,
+            "initialize",
+            {
+                "protocolVersion": 1,
+                "host": {"name": "dsh-rofm", "version": "0.1.0"},
+                "capabilities": {"systemPrompt": True, "tokenMeter": True, "tools": False},
+            },
+        )
+        assert "result" in init, init
         out = subprocess.run(
             [*rofmd, "status", "--socket", str(d.socket_path), "--json"],
             capture_output=True,
@@ -239,6 +251,13 @@ def test_cli_status_reload_and_doctor() -> None:
             env=env,
         )
         assert out.returncode == 0 and f"pid {d.proc.pid}" in out.stdout
+        assert "client       dsh-rofm 0.1.0" in out.stdout
+        assert "capabilities systemPrompt, tokenMeter)" in out.stdout
+        clients = _status(d.socket_path)["clients"]
+        assert [(c["host"]["name"], c["capabilities"]) for c in clients] == [
+            ("dsh-rofm", ["systemPrompt", "tokenMeter"])
+        ]
+        bridge.close()
         out = subprocess.run(
             [*rofmd, "reload", "--socket", str(d.socket_path), "--json"],
             capture_output=True,
