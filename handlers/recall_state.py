@@ -15,7 +15,7 @@ import anyio
 
 from engine.config import MemoryConfig
 from engine.recall import CandidateIndex, RecallState, index_params, load_state_file, prepare_state
-from engine.relevance.folder_text import store_text_of
+from engine.relevance.folder_text import synced_index
 from engine.relevance.index import RelevanceIndex
 
 if TYPE_CHECKING:
@@ -72,25 +72,17 @@ def candidate_index(state: SessionState, cfg: MemoryConfig) -> CandidateIndex:
 
 def relevance_index(state: SessionState, cfg: MemoryConfig) -> RelevanceIndex:
     """The session's BM25F index for the store's current version (blocking; call in a
-    thread). Built once (reading every scored folder's text), then synced in place on
-    every store change; a change of store or of `keywords.extraStopwords` rebuilds it."""
-    store = state.store
-    extra = tuple(cfg.keywords.extra_stopwords)
-    key = (id(store), store.version, extra)
+    thread): built once, then synced in place on every store change
+    (`engine.relevance.folder_text.synced_index`)."""
     cached = state.relevance_index
-    if isinstance(cached, RelevanceIndex) and cached.version == key:
-        return cached
     state.relevance_index = None  # never leave a half-synced index in the cache
-    if (
-        not isinstance(cached, RelevanceIndex)
-        or cached.extra_stopwords != extra
-        or cached.version is None
-        or cached.version[0] != id(store)
-    ):
-        cached = RelevanceIndex(store_text_of(store), extra_stopwords=extra)
-    cached.sync(store.index, key)
-    state.relevance_index = cached
-    return cached
+    index = synced_index(
+        cached if isinstance(cached, RelevanceIndex) else None,
+        state.store,
+        cfg.keywords.extra_stopwords,
+    )
+    state.relevance_index = index
+    return index
 
 
 def session_term_stats(state: SessionState, cfg: MemoryConfig) -> RelevanceIndex:

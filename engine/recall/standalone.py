@@ -19,7 +19,7 @@ from engine.recall.candidates import CandidateIndex, index_params
 from engine.recall.query import analyze_query
 from engine.recall.round import RoundOutcome, prepare_state, run_round
 from engine.recall.state import RecallState, load_state_file
-from engine.relevance.folder_text import store_text_of
+from engine.relevance.folder_text import synced_index
 from engine.relevance.index import RelevanceIndex
 from engine.store import SessionStore
 
@@ -58,11 +58,7 @@ class StandaloneRecall:
         return self.index
 
     def relevance_index(self) -> RelevanceIndex:
-        extra = tuple(self.cfg.keywords.extra_stopwords)
-        if self.relevance is None or self.relevance.extra_stopwords != extra:
-            self.relevance = RelevanceIndex(store_text_of(self.store), extra_stopwords=extra)
-        if self.relevance.version != self.store.version:
-            self.relevance.sync(self.store.index, self.store.version)
+        self.relevance = synced_index(self.relevance, self.store, self.cfg.keywords.extra_stopwords)
         return self.relevance
 
     def next_turn(self) -> int:
