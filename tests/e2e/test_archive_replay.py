@@ -525,7 +525,9 @@ def _recall_ids(root: Path) -> list[str]:
     return [a["id"] for a in doc.get("additions", [])]
 
 
-async def test_crash_at_every_step_of_an_archive_then_a_deeper_replay(tmp_path: Path) -> None:
+def _workspace(tmp_path: Path) -> tuple[Path, Path, Surface]:
+    """A seeded memory root, a config dir allowing the small window, and the surface
+    whose pre-step archives (its images in `tmp_path/media`)."""
     live = tmp_path / "live"
     cfg_dir = tmp_path / "cfg"
     cfg_dir.mkdir()
@@ -533,7 +535,11 @@ async def test_crash_at_every_step_of_an_archive_then_a_deeper_replay(tmp_path: 
     media = tmp_path / "media"
     media.mkdir()
     _seed(live)
-    s = _surface(media)
+    return live, cfg_dir, _surface(media)
+
+
+async def test_crash_at_every_step_of_an_archive_then_a_deeper_replay(tmp_path: Path) -> None:
+    live, cfg_dir, s = _workspace(tmp_path)
     first_params = pre_step_params(s, session=SID, percent=80)
     snaps = tmp_path / "snaps"
     fs = SnapshotFs(live, snaps)
@@ -626,14 +632,7 @@ async def test_crash_at_every_step_of_an_abort_or_commit_then_resent(
     """The archive was answered, the daemon restarted; the host's abort (commit) is cut
     short at any step; after the next restart the host re-sends it and gets the answer it
     would have got, and the store is as a finished abort (commit) leaves it."""
-    live = tmp_path / "live"
-    cfg_dir = tmp_path / "cfg"
-    cfg_dir.mkdir()
-    (cfg_dir / "config.json").write_bytes(orjson.dumps({"compress": {"allowSmallWindow": True}}))
-    media = tmp_path / "media"
-    media.mkdir()
-    _seed(live)
-    s = _surface(media)
+    live, cfg_dir, s = _workspace(tmp_path)
     comp = (
         await pre_step(
             _app(live, cfg_dir),
@@ -708,14 +707,7 @@ class _FailRecordWrite(FsOps):
 async def test_a_failed_record_write_leaves_nothing(n: int, tmp_path: Path) -> None:
     """The record cannot be written (disk full) before (1) or after (2) the folders: the
     pre-step fails, nothing of the archive stays, the replay archives exactly once."""
-    live = tmp_path / "live"
-    cfg_dir = tmp_path / "cfg"
-    cfg_dir.mkdir()
-    (cfg_dir / "config.json").write_bytes(orjson.dumps({"compress": {"allowSmallWindow": True}}))
-    media = tmp_path / "media"
-    media.mkdir()
-    _seed(live)
-    s = _surface(media)
+    live, cfg_dir, s = _workspace(tmp_path)
     p = PreStepParams.model_validate(pre_step_params(s, session=SID, percent=80))
     app = _app(live, cfg_dir)
     saved = jsonio.fs
