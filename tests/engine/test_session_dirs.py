@@ -15,8 +15,6 @@ import re
 import tempfile
 import threading
 import unicodedata
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +23,6 @@ import pytest
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
-from engine import jsonio
 from engine.jsonio import FsOps, is_temp_name, read_json, write_json_atomic
 from engine.store import (
     FolderMeta,
@@ -46,6 +43,7 @@ from engine.store.ids import (
     legacy_session_dir_name,
 )
 from engine.store.session_dirs import SESSION_FILE, owner_of
+from tests.engine.test_store_crash import using
 
 NOW = 1_767_225_600_000
 
@@ -435,16 +433,6 @@ class CrashingFs(FsOps):
         super().rmtree(path)
 
 
-@contextmanager
-def _using(fs: FsOps) -> Iterator[None]:
-    saved = jsonio.fs
-    jsonio.fs = fs
-    try:
-        yield
-    finally:
-        jsonio.fs = saved
-
-
 SCENARIOS: dict[str, tuple[str, list[tuple[str, int]], list[str]]] = {
     # old name, folders' users, ids opening (the first one is interrupted)
     "rename": ("chat_a", [("chat/a", 1)], ["chat/a", "chat_a"]),
@@ -471,7 +459,7 @@ def test_migration_interrupted_at_every_step_completes_on_next_open(scenario: st
         root = Path(tmp)
         _legacy_store(root, old, users)
         counter = CrashingFs(None)
-        with _using(counter):
+        with using(counter):
             open_session(root, opening[0])
         total = counter.count
         expected = _final(root, opening)
@@ -482,7 +470,7 @@ def test_migration_interrupted_at_every_step_completes_on_next_open(scenario: st
             with tempfile.TemporaryDirectory() as tmp:
                 root = Path(tmp)
                 _legacy_store(root, old, users)
-                with _using(CrashingFs(fail_at)), pytest.raises(Crash):
+                with using(CrashingFs(fail_at)), pytest.raises(Crash):
                     open_session(root, opening[0])
                 assert _final(root, reopen) == expected, (fail_at, reopen)
 
