@@ -43,6 +43,7 @@ __all__ = [
     "fsync_dir",
     "is_temp_name",
     "read_json",
+    "temp_path",
     "write_bytes_atomic",
     "write_json_atomic",
 ]
@@ -137,7 +138,9 @@ def temp_target(path: str) -> str:
     return f"{head}/{m.group(1)}" if head else m.group(1)
 
 
-def _temp_path(path: Path) -> Path:
+def temp_path(path: Path) -> Path:
+    """A fresh temp name beside ``path`` that recovery recognises (``is_temp_name``) and
+    removes when a crash leaves it behind."""
     return path.with_name(f".{path.name}.{os.getpid()}-{next(_counter)}.tmp")
 
 
@@ -158,7 +161,7 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     the temp file is removed when possible; a crash can leave a temp file that
     :func:`is_temp_name` identifies.
     """
-    tmp = _temp_path(path)
+    tmp = temp_path(path)
     try:
         fs.create_write_sync(tmp, data)
         fs.replace(tmp, path)

@@ -190,7 +190,7 @@ async def _maybe_archive(
         log.info("pre-step replayed: same compaction answered", token=replay.token)
         return replay.compaction
 
-    readable = await _readable_images(params.surface) if conn.capability("attachments") else set()
+    readable = await _readable_images(params.surface) if conn.capability("attachments") else {}
     recall = state.recall
     candidates = list(recall.rearchive_candidates()) if recall is not None else None
     inp = PreStepInput(
@@ -203,7 +203,7 @@ async def _maybe_archive(
         now_ms=ctx.now_ms,
         cfg=cfg,
         recall=candidates,
-        readable_images=frozenset(readable),
+        readable_images=readable,
         attachments=conn.capability("attachments"),
         hard_stopped=state.archive.hard_stopped,
     )
@@ -283,7 +283,7 @@ def _track_pressure(
         )
 
 
-async def _readable_images(surface: list[dict[str, Any]]) -> set[str]:
+async def _readable_images(surface: list[dict[str, Any]]) -> dict[str, str]:
     paths: set[str] = set()
     for node in surface:
         msg = node.get("message")
@@ -297,11 +297,12 @@ async def _readable_images(surface: list[dict[str, Any]]) -> set[str]:
                 if isinstance(path, str) and os.path.isabs(path):
                     paths.add(path)
     if not paths:
-        return set()
+        return {}
 
-    def check() -> set[str]:
+    def check() -> dict[str, str]:
         # only what is an image by its first bytes, within the size limit, is copied
-        return {p for p in paths if image_kind(Path(p)) is not None}
+        kinds = {p: image_kind(Path(p)) for p in paths}
+        return {p: kind for p, kind in kinds.items() if kind is not None}
 
     return await anyio.to_thread.run_sync(check)
 

@@ -152,6 +152,7 @@ def commit_plan(
     out = CommitOutcome(ok=True, token=token)
     pending_before = pending_count(store)
     planned: list[tuple[str, PlannedFolder]] = []
+    txn: Transaction | None = None
     try:
         with store.transaction(token, max_folders=cfg.storage.max_folders or None) as txn:
             for folder in plan.folders:
@@ -167,7 +168,7 @@ def commit_plan(
                 images = [(img.name, Path(img.host_path)) for img in folder.images if img.host_path]
                 if txn.add_folder(meta, folder.messages, images):
                     out.folder_ids.append(meta.id)
-                    out.metas[meta.id] = meta
+                    out.metas[meta.id] = txn.meta_of(meta.id)
                 else:
                     existing = txn.skipped[-1].existing_id
                     out.folder_ids.append(existing)
@@ -180,6 +181,8 @@ def commit_plan(
     except (MaxFoldersExceededError, StoreError, OSError, ValueError) as exc:
         out.ok = False
         out.warnings.append(("commit-failed", f"archive not committed: {exc}"))
+    if txn is not None:  # images archived as their placeholder only: why
+        out.warnings.extend(("image-placeholder", w) for w in txn.warnings)
     if out.ok:
         # Conservation (§6 ①): every planned folder is on disk and indexed, either written
         # now or already archived under the same idempotency key.

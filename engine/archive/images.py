@@ -4,32 +4,96 @@ An image block becomes ``[图片：（<name>）]`` in the archived text. With an
 ``attachment.hostPath`` that is an image file (by its first bytes and size,
 `engine.archive.image_check`) and the connection's ``attachments`` capability, its bytes
 are copied to the session's ``images/<name>`` and recorded in ``meta.images``; without one
-only the placeholder remains and the caller gets a warning. Names are
-``img-<runStamp>-<seq>-<i>.<ext>``: the run stamp keeps a later archive of a rebuilt
-session from overwriting older files.
+only the placeholder remains and the caller gets a warning.
+
+Names are ``img-<runStamp>-<seq>-<i>.<ext>``: the run stamp keeps a later archive of a
+rebuilt session from overwriting older files. Nothing of the host's own file name goes
+into it: the stem is made of the run stamp and two integers, and the extension comes from
+a fixed ASCII table, by the file's first bytes when it was read, else by the media type,
+else by the attachment name's extension, else ``png``. So no attachment name (full-width
+letters, path separators, control characters, an unknown extension) can make the store
+refuse the name and with it the whole archive. The host's name is kept in the image's
+``meta.images`` entry as ``originalName``.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 from engine import texts
-from engine.archive.surface import Node
+from engine.archive.surface import Node, well_formed
 
-__all__ = ["PlannedImage", "plan_images", "run_stamp"]
+__all__ = ["IMAGE_EXTENSIONS", "PlannedImage", "image_extension", "plan_images", "run_stamp"]
 
-_EXT = {
+_KIND_EXT: Final = {
+    "png": "png",
+    "jpeg": "jpg",
+    "gif": "gif",
+    "webp": "webp",
+    "bmp": "bmp",
+    "tiff": "tiff",
+    "heif": "heic",
+    "avif": "avif",
+    "svg": "svg",
+}
+"""Stored extension per format found by `image_check.image_kind`."""
+
+_MEDIA_EXT: Final = {
     "image/png": "png",
+    "image/apng": "png",
     "image/jpeg": "jpg",
     "image/jpg": "jpg",
+    "image/pjpeg": "jpg",
     "image/gif": "gif",
     "image/webp": "webp",
     "image/bmp": "bmp",
+    "image/x-ms-bmp": "bmp",
+    "image/tiff": "tiff",
+    "image/heic": "heic",
+    "image/heif": "heic",
+    "image/avif": "avif",
     "image/svg+xml": "svg",
 }
+
+_NAME_EXT: Final = {
+    "png": "png",
+    "jpg": "jpg",
+    "jpeg": "jpg",
+    "jpe": "jpg",
+    "gif": "gif",
+    "webp": "webp",
+    "bmp": "bmp",
+    "tif": "tiff",
+    "tiff": "tiff",
+    "heic": "heic",
+    "heif": "heic",
+    "avif": "avif",
+    "svg": "svg",
+}
+
+IMAGE_EXTENSIONS: Final = frozenset(_KIND_EXT.values())
+"""Every extension a stored image name can have."""
+
+_MEDIA_TYPES: Final = {
+    "png": "image/png",
+    "jpeg": "image/jpeg",
+    "gif": "image/gif",
+    "webp": "image/webp",
+    "bmp": "image/bmp",
+    "tiff": "image/tiff",
+    "heif": "image/heic",
+    "avif": "image/avif",
+    "svg": "image/svg+xml",
+}
+
+MAX_ORIGINAL_NAME: Final = 255
+"""Characters of the host's file name kept in ``originalName``."""
+
+_MAX_SAFE_INT: Final = 2**53 - 1
 
 
 def run_stamp(now_ms: int) -> str:
@@ -51,36 +115,67 @@ class PlannedImage:
     """Copy from here (None: placeholder only)."""
 
 
-def _ext(att: Mapping[str, Any]) -> str:
+def image_extension(att: Mapping[str, Any], kind: str | None = None) -> str:
+    """The stored extension: by the file's format ``kind`` (its first bytes) if known,
+    else the attachment's media type, else its name's extension (NFKC, so ``ｐｎｇ`` is
+    ``png``), else ``png``. Always one of :data:`IMAGE_EXTENSIONS`."""
+    if kind is not None and kind in _KIND_EXT:
+        return _KIND_EXT[kind]
     media = att.get("mediaType")
-    if isinstance(media, str) and media.lower() in _EXT:
-        return _EXT[media.lower()]
+    if isinstance(media, str):
+        ext = _MEDIA_EXT.get(media.split(";", 1)[0].strip().lower())
+        if ext is not None:
+            return ext
     name = att.get("name")
     if isinstance(name, str) and "." in name:
-        ext = name.rsplit(".", 1)[1].lower()
-        if ext.isalnum() and len(ext) <= 5:
+        tail = unicodedata.normalize("NFKC", well_formed(name.rsplit(".", 1)[1]))
+        ext = _NAME_EXT.get(tail.strip().lower())
+        if ext is not None:
             return ext
     return "png"
 
 
+def _ref(att: Mapping[str, Any], name: str, placeholder: str, kind: str | None) -> dict[str, Any]:
+    """The ``meta.images`` entry: only well-typed host fields, so none can make the folder
+    meta invalid (and the archive fail)."""
+    ref: dict[str, Any] = {"name": name, "placeholder": placeholder}
+    for key in ("mediaType", "attachmentId"):
+        value = att.get(key)
+        if isinstance(value, str) and value:
+            ref[key] = well_formed(value)
+    if "mediaType" not in ref and kind in _MEDIA_TYPES:
+        ref["mediaType"] = _MEDIA_TYPES[kind]
+    for key in ("width", "height", "bytes"):
+        value = att.get(key)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if type(value) is int and 0 <= value <= _MAX_SAFE_INT:
+            ref[key] = value
+    original = att.get("name")
+    if isinstance(original, str) and original:
+        ref["originalName"] = well_formed(original)[:MAX_ORIGINAL_NAME]
+    return ref
+
+
 def plan_images(
-    nodes: Sequence[Node], *, stamp: str, readable: frozenset[str], attachments: bool
+    nodes: Sequence[Node], *, stamp: str, readable: Mapping[str, str], attachments: bool
 ) -> tuple[dict[tuple[int, int], PlannedImage], list[str]]:
-    """Name every image of ``nodes``; (by (pos, index), warnings)."""
+    """Name every image of ``nodes``; (by (pos, index), warnings).
+
+    ``readable``: host paths that hold an image, with its format by the first bytes
+    (`image_check.image_kind`); any other path is archived as the placeholder alone.
+    """
     out: dict[tuple[int, int], PlannedImage] = {}
     warnings: list[str] = []
     for node in nodes:
         for img in node.images:
             att = img.attachment
-            name = f"img-{stamp}-{node.seq}-{img.index}.{_ext(att)}"
-            placeholder = texts.ARCHIVE_IMAGE_PLACEHOLDER.format(name=name)
-            ref: dict[str, Any] = {"name": name, "placeholder": placeholder}
-            for key in ("mediaType", "width", "height", "bytes", "attachmentId"):
-                value = att.get(key)
-                if value is not None and not isinstance(value, bool):
-                    ref[key] = value
             path = img.host_path
-            usable = path if (attachments and path is not None and path in readable) else None
+            kind = readable.get(path) if path is not None else None
+            name = f"img-{stamp}-{node.seq}-{img.index}.{image_extension(att, kind)}"
+            placeholder = texts.ARCHIVE_IMAGE_PLACEHOLDER.format(name=name)
+            ref = _ref(att, name, placeholder, kind)
+            usable = path if (attachments and kind is not None) else None
             if usable is None:
                 why = (
                     "the host has no attachments capability"

@@ -83,7 +83,8 @@ class PreStepInput:
     now_ms: int
     cfg: MemoryConfig
     recall: Sequence[AdditionView] | None = None
-    readable_images: frozenset[str] = frozenset()
+    readable_images: Mapping[str, str] = field(default_factory=dict)
+    """Host paths that hold an image, with its format by the first bytes (`image_kind`)."""
     attachments: bool = True
     hard_stopped: bool = False
 

@@ -8,7 +8,9 @@ all-or-nothing, in this order, each step durable before the next:
 2. journal ``.commit-<txnId>.json`` with ``state:"pending"`` listing every
    folder and image it will write (written before anything else);
 3. image files into ``images/`` (before their folders, so a folder that exists
-   has its images);
+   has its images): bytes are written atomically, a host file (a ``Path``) was copied
+   into a temp file beside its target when its folder was planned and is renamed into
+   place now;
 4. each folder is assembled in ``.staging-<id>/`` (``context.json`` then
    ``meta.json``) and renamed to ``<id>/`` — a ``mem-…`` directory is complete
    or absent;
@@ -22,6 +24,15 @@ Folders whose ``meta.idempotencyKey`` is already archived are *skipped* and
 reported in :attr:`Transaction.skipped`; the caller decides (the archive path
 refuses to replace the context unless ``skipped`` is empty).
 
+No single image can fail a transaction. An image whose name is unusable or taken, or
+whose host file cannot be copied (gone, not a regular file, a FIFO, a device, a symlink
+loop, unreadable, not an image by its first bytes, larger than
+:data:`~engine.store.image_copy.MAX_IMAGE_BYTES`, growing past it while copied) is
+*dropped* when its folder is planned: its ``meta.images`` entry goes, the folder text
+keeps its placeholder, and :attr:`Transaction.warnings` says why. A host file is copied
+in chunks of :data:`~engine.store.image_copy.COPY_CHUNK`, never read whole. Failures
+writing the store itself stay failures of the whole transaction.
+
 The ``committed`` journal is the record that lets ``archive/abort`` undo the
 archive after it landed (:meth:`SessionStore.rollback_committed`) until the
 caller calls :meth:`SessionStore.finalize`. A crash leaves recovery to decide
@@ -30,6 +41,8 @@ caller calls :meth:`SessionStore.finalize`. A crash leaves recovery to decide
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,10 +50,11 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from engine import jsonio
-from engine.jsonio import dumps_json, write_bytes_atomic, write_json_atomic
+from engine.jsonio import dumps_json, temp_path, write_bytes_atomic, write_json_atomic
 from engine.store.errors import MaxFoldersExceededError, TransactionError
 from engine.store.folders import context_document
-from engine.store.ids import check_safe_name, is_folder_id
+from engine.store.ids import check_safe_name, is_folder_id, is_safe_name
+from engine.store.image_copy import ImageRejected, copy_image
 from engine.store.images import image_row
 from engine.store.records import FolderMeta, JournalImage, JournalRecord, to_json_dict
 
@@ -49,8 +63,12 @@ if TYPE_CHECKING:
 
 __all__ = ["CommitResult", "ImageSource", "SkippedFolder", "Transaction"]
 
+MAX_IMAGE_NAME = 200
+"""Longest image file name stored (its temp file's name must stay within NAME_MAX)."""
+
 ImageSource = bytes | Path
-"""Image content: the bytes, or a file to copy them from."""
+"""Image content: the bytes, or a host file to copy them from (only if it is an image,
+see :mod:`engine.store.image_copy`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,12 +90,21 @@ class CommitResult:
     images: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class _Image:
+    """One image file to publish: ``data`` to write, or the temp copy ``staged``."""
+
+    name: str
+    data: bytes | None = None
+    staged: Path | None = None
+
+
 @dataclass(slots=True)
 class _Planned:
     meta: FolderMeta
     meta_bytes: bytes
     context_bytes: bytes
-    images: list[tuple[str, bytes]]
+    images: list[_Image]
 
 
 @dataclass(slots=True)
@@ -110,7 +137,10 @@ class Transaction:
         self._planned: list[_Planned] = []
         self._keys: dict[str, str] = {}
         self._image_names: set[str] = set()
+        self._staged: list[Path] = []
         self.skipped: list[SkippedFolder] = []
+        self.warnings: list[str] = []
+        """One line per image dropped (archived as its placeholder only), and why."""
         self.state: Literal["open", "committed", "rolled-back"] = "open"
         self.result: CommitResult | None = None
 
@@ -128,9 +158,10 @@ class Transaction:
     ) -> bool:
         """Plan one folder. Returns False when it is skipped as already archived.
 
-        Everything is validated and serialised here, so commit cannot fail on
-        bad input half-way. Raises ``ValueError`` for an unusable or taken
-        folder id or image name.
+        Everything is validated and serialised here, and host image files are copied
+        into temp files, so commit cannot fail on bad input half-way. Raises
+        ``ValueError`` for an unusable or taken folder id. An image that cannot be
+        stored is dropped from the folder instead (see the module docstring).
         """
         self._require_open()
         folder_id = meta.id
@@ -146,14 +177,22 @@ class Transaction:
             raise ValueError(f"folder id {folder_id} is already used")
         if self._store.paths.folder(folder_id).exists():
             raise ValueError(f"folder id {folder_id} exists on disk")
-        loaded: list[tuple[str, bytes]] = []
+        loaded: list[_Image] = []
+        dropped: set[str] = set()
         for name, source in images:
-            check_safe_name(name, "image name")
-            if name in self._image_names or self._store.paths.image(name).exists():
-                raise ValueError(f"image name {name!r} is already used")
-            data = source.read_bytes() if isinstance(source, Path) else bytes(source)
-            loaded.append((name, data))
+            try:
+                loaded.append(self._image(name, source))
+            except ImageRejected as exc:
+                dropped.add(name)
+                self.warnings.append(
+                    f"image-placeholder: image {name!r} of folder {folder_id} archived as a"
+                    f" placeholder only ({exc.reason})"
+                )
+                continue
             self._image_names.add(name)
+        if dropped and meta.images:
+            kept = [ref for ref in meta.images if ref.name not in dropped]
+            meta = meta.model_copy(update={"images": kept or None})
         planned = _Planned(
             meta=meta,
             meta_bytes=dumps_json(to_json_dict(meta)),
@@ -165,6 +204,35 @@ class Transaction:
             self._keys[key] = folder_id
         self._store._reserve_id(folder_id)
         return True
+
+    def meta_of(self, folder_id: str) -> FolderMeta:
+        """The meta a planned folder is written with (without its dropped images)."""
+        for p in self._planned:
+            if p.meta.id == folder_id:
+                return p.meta
+        raise KeyError(folder_id)
+
+    def _image(self, name: str, source: ImageSource) -> _Image:
+        """Check one image's name and stage a host file; ImageRejected: drop it."""
+        paths = self._store.paths
+        if not is_safe_name(name) or len(name) > MAX_IMAGE_NAME:
+            raise ImageRejected("an unusable file name")
+        if name in self._image_names or os.path.lexists(paths.image(name)):
+            raise ImageRejected("the file name is already used")
+        if not isinstance(source, Path):
+            return _Image(name, data=bytes(source))
+        jsonio.fs.mkdir(paths.images_dir)
+        staged = temp_path(paths.image(name))
+        copy_image(source, staged)
+        self._staged.append(staged)
+        return _Image(name, staged=staged)
+
+    def _discard_staged(self) -> None:
+        """Remove the temp copies not published (recovery removes what this cannot)."""
+        for path in self._staged:
+            with contextlib.suppress(OSError):
+                jsonio.fs.unlink(path)
+        self._staged.clear()
 
     # -- context manager ---------------------------------------------------
     def __enter__(self) -> Transaction:
@@ -185,8 +253,9 @@ class Transaction:
 
     # -- commit / rollback -------------------------------------------------
     def rollback(self) -> None:
-        """Abandon an uncommitted transaction (nothing was written yet)."""
+        """Abandon an uncommitted transaction (nothing was written yet but temp copies)."""
         self._require_open()
+        self._discard_staged()
         self.state = "rolled-back"
         self._store._end_transaction(self)
 
@@ -196,6 +265,7 @@ class Transaction:
         store = self._store
         limit = self._max_folders
         if limit is not None and len(store) + len(self._planned) > limit:
+            self._discard_staged()
             self.state = "rolled-back"
             store._end_transaction(self)
             raise MaxFoldersExceededError(len(store), len(self._planned), limit)
@@ -212,7 +282,7 @@ class Transaction:
             txn_id=self.txn_id,
             written=self.planned,
             skipped=tuple(self.skipped),
-            images=tuple(name for p in self._planned for name, _ in p.images),
+            images=tuple(img.name for p in self._planned for img in p.images),
         )
         store._end_transaction(self, self._record("committed") if self._keep_record else None)
         return self.result
@@ -232,9 +302,9 @@ class Transaction:
             state=state,
             folders=list(self.planned),
             images=[
-                JournalImage(name=name, folderId=p.meta.id)
+                JournalImage(name=img.name, folderId=p.meta.id)
                 for p in self._planned
-                for name, _ in p.images
+                for img in p.images
             ],
         )
 
@@ -250,9 +320,15 @@ class Transaction:
         if has_images:
             jsonio.fs.mkdir(paths.images_dir)
             for p in self._planned:
-                for name, data in p.images:
-                    progress.images.append(name)
-                    write_bytes_atomic(paths.image(name), data)
+                for img in p.images:
+                    progress.images.append(img.name)
+                    if img.staged is None:
+                        write_bytes_atomic(paths.image(img.name), img.data or b"")
+                    else:
+                        jsonio.fs.replace(img.staged, paths.image(img.name))
+            if self._staged:
+                jsonio.fs.fsync_dir(paths.images_dir)  # one fsync publishes the renames
+            self._staged.clear()
         for p in self._planned:
             folder_id = p.meta.id
             progress.folders.append(folder_id)
@@ -269,9 +345,9 @@ class Transaction:
         if has_images:
             store._ensure_images()
             for p in self._planned:
-                for name, _ in p.images:
-                    store._images.put(image_row(p.meta, name))
-                    progress.image_rows.append(name)
+                for img in p.images:
+                    store._images.put(image_row(p.meta, img.name))
+                    progress.image_rows.append(img.name)
             progress.images_index = True
             store._images.write()
         for p in self._planned:
@@ -311,6 +387,7 @@ class Transaction:
             attempt(store._images.write)
         for name in progress.images:
             attempt(jsonio.fs.unlink, paths.image(name))
+        self._discard_staged()
         for folder_id in progress.folders:
             attempt(jsonio.fs.rmtree, paths.folder(folder_id))
             attempt(jsonio.fs.rmtree, paths.staging(folder_id))

@@ -3,6 +3,7 @@ re-archive (reference §1.1, §1.1.1, §1.4, §1.7, §1.8)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +25,7 @@ def run(
     window: int = 100_000,
     config: MemoryConfig | None = None,
     recall: list[Any] | None = None,
-    readable: frozenset[str] = frozenset(),
+    readable: Mapping[str, str] | None = None,
     measured: dict[int, int] | None = None,
     turn: int | None = None,
 ) -> PreStepPlan:
@@ -40,7 +41,7 @@ def run(
             now_ms=T0 + 10**7,
             cfg=config or cfg(),
             recall=recall,
-            readable_images=readable,
+            readable_images=readable or {},
         )
     )
 
@@ -306,7 +307,7 @@ def test_images_placeholders_and_copies(tmp_path: Any) -> None:
     )
     for i in range(30):
         s.turn_pair(i)
-    plan = run(s, percent=70, measured=scaled(s, 60_000), readable=frozenset({str(img)}))
+    plan = run(s, percent=70, measured=scaled(s, 60_000), readable={str(img): "png"})
     assert plan.outcome == "archive"
     first = plan.folders[0]
     text = first.messages[0]["content"]

@@ -17,6 +17,7 @@ SAMPLES = {
     "bmp": b"BM" + b"\x00" * 30,
     "tiff": b"II*\x00\x08\x00\x00\x00",
     "heif": b"\x00\x00\x00\x18ftypheic\x00\x00\x00\x00",
+    "avif": b"\x00\x00\x00\x1cftypavif\x00\x00\x00\x00",
     "svg": b'\xef\xbb\xbf<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg"/>',
 }
 

@@ -140,11 +140,17 @@ def test_committed_files_and_fields(tmp_path: Path) -> None:
 def test_image_from_source_path(tmp_path: Path) -> None:
     store = open_session(tmp_path, "s1")
     src = tmp_path / "upload.bin"
-    src.write_bytes(b"bytes")
+    jpeg = b"\xff\xd8\xff\xe0\x00\x10JFIF" + bytes(range(256)) * 9000  # > 2 copy chunks
+    src.write_bytes(jpeg)
     with store.transaction("arc-1") as txn:
         txn.add_folder(pending_meta(store, 1), msgs(1), images=[("qq-1-1-0.jpg", src)])
-    assert store.image_path("qq-1-1-0.jpg").read_bytes() == b"bytes"
+    assert store.image_path("qq-1-1-0.jpg").read_bytes() == jpeg
     assert [e.name for e in store.image_entries()] == ["qq-1-1-0.jpg"]
+    assert txn.warnings == []
+    assert sorted(p.name for p in store.paths.images_dir.iterdir()) == [
+        "index.json",
+        "qq-1-1-0.jpg",
+    ]
 
 
 def test_exception_inside_with_block_writes_nothing(tmp_path: Path) -> None:
@@ -295,8 +301,9 @@ def test_misuse_is_refused(tmp_path: Path) -> None:
     txn.add_folder(meta, msgs(1))
     with pytest.raises(ValueError, match="already used"):
         txn.add_folder(meta.model_copy(update={"idempotencyKey": None}), msgs(1))
-    with pytest.raises(ValueError, match="image name"):
-        txn.add_folder(pending_meta(store, 2), msgs(2), images=[("../x.png", b"")])
+    # an unusable image name drops that image, never the folder
+    assert txn.add_folder(pending_meta(store, 2), msgs(2), images=[("../x.png", b"")])
+    assert "unusable file name" in txn.warnings[-1]
     with pytest.raises(ValueError, match="folder id"):
         txn.add_folder(meta.model_copy(update={"id": "../evil", "idempotencyKey": None}), [])
     txn.commit()
