@@ -31,9 +31,23 @@ archived twice. A span that is gone from the surface has landed (the commit was 
 the archive is final. A span partly gone (something else rewrote the surface) is kept
 as well: data is never dropped on a maybe.
 
-Settled tokens (committed, aborted, landed) are remembered (the last
-:data:`MAX_SETTLED`), so a re-sent ``archive/commit`` or ``archive/abort`` whose answer
-was lost gets the same answer again.
+Settled tokens are remembered in the same record (the last :data:`MAX_SETTLED` per
+session, each change written atomically before it is answered), so a report re-sent
+after a lost answer or a restart gets the answer the first one got or would have got,
+and a host can tell a settled token from a wrong one:
+
+* ``committed``, ``landed`` (span gone from the surface), ``kept`` (past
+  :data:`MAX_UNREPORTED`, or its record entry unreadable): the folders are kept;
+  ``archive/commit`` is ``{"ok": true}``, ``archive/abort`` is refused (-32602, it is
+  final);
+* ``aborted`` (also an abort cut short and finished at load): ``archive/abort`` is
+  ``{"ok": true, "rolledBack": [...], "alreadyRolledBack": true}`` with the folders the
+  first abort named, ``archive/commit`` is refused (-32602, nothing is kept);
+* ``unanswered`` (a ``planned`` archive rolled back at load, or abandoned before its
+  answer): the host cannot hold the token, but if a report names it anyway it is
+  treated as aborted: commit refused, abort answered as already rolled back.
+
+A token neither pending nor settled is unknown (-32602 "unknown archive token").
 """
 
 from __future__ import annotations
@@ -43,7 +57,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import orjson
 import structlog
@@ -75,7 +89,10 @@ RECORD_NAME = "archives-unreported.json"
 RECORD_VERSION = 1
 
 Phase = Literal["planned", "answered", "aborting"]
-Outcome = Literal["committed", "aborted", "landed", "kept"]
+Outcome = Literal["committed", "aborted", "landed", "kept", "unanswered"]
+_OUTCOMES: frozenset[str] = frozenset(get_args(Outcome))
+_KEPT: frozenset[str] = frozenset(("committed", "landed", "kept"))
+"""Outcomes whose folders stay in the store (a commit of them succeeds)."""
 Span = tuple[tuple[int, str | None], ...]
 _ABSENT = object()
 
@@ -174,10 +191,16 @@ class PendingArchive:
 
 @dataclass(frozen=True)
 class Settled:
-    """How an archive ended; ``rolled_back`` for an abort."""
+    """How an archive ended; ``rolled_back``: the folders an abort (or the rollback of an
+    unanswered archive) named, what a re-sent abort answers again."""
 
     outcome: Outcome
     rolled_back: tuple[str, ...] = ()
+
+    @property
+    def kept(self) -> bool:
+        """Its folders stay: a commit succeeds, an abort is refused."""
+        return self.outcome in _KEPT
 
 
 @dataclass
@@ -272,9 +295,13 @@ class ArchiveState:
             raise
 
     def discard(self, token: str) -> None:
-        """A planned archive that was rolled back before its answer."""
-        if self.pending.pop(token, None) is not None:
+        """A planned archive that was rolled back before its answer (remembered as
+        ``unanswered``, so its token is never issued again and a report naming it is
+        told so)."""
+        pend = self.pending.pop(token, None)
+        if pend is not None:
             self._forget_snapshot(token)
+            self._settle(token, Settled("unanswered", tuple(pend.written)))
             self.save()
 
     def settle(self, token: str, outcome: Outcome, rolled_back: Sequence[str] = ()) -> None:
@@ -349,7 +376,7 @@ class ArchiveState:
         for item in doc.get("settled") or []:
             with contextlib.suppress(KeyError, TypeError, ValueError):
                 outcome = item["outcome"]
-                if outcome in ("committed", "aborted", "landed", "kept"):
+                if outcome in _OUTCOMES:
                     ast._settle(
                         str(item["token"]),
                         Settled(outcome, tuple(str(f) for f in item.get("rolledBack") or [])),
@@ -359,7 +386,14 @@ class ArchiveState:
             try:
                 pend = PendingArchive.from_json(item)
             except (KeyError, TypeError, ValueError, ValidationError) as exc:
-                log.warning("unreported archive record unreadable: kept as is", error=str(exc))
+                # recovery finalized its journal: its folders stay, and so does the answer
+                # to a report naming its token
+                token = item.get("token") if isinstance(item, dict) else None
+                if isinstance(token, str) and token:
+                    ast._settle(token, Settled("kept"))
+                log.warning(
+                    "unreported archive record unreadable: kept as is", token=token, error=str(exc)
+                )
                 changed = True
                 continue
             store.reinstate(pend.journal)
@@ -377,6 +411,7 @@ class ArchiveState:
                 removed = _roll_back(
                     store, pend, "never answered (the daemon stopped before the answer)"
                 )
+                ast._settle(pend.token, Settled("unanswered", tuple(pend.written)))
                 log.info(
                     "archive never answered before the restart: rolled back",
                     token=pend.token,

@@ -44,9 +44,9 @@ from engine.config.model import MemoryConfig
 from engine.recall_view import RecallBlockView
 from engine.store import FolderNotFoundError, Transaction
 from handlers.app import App
-from handlers.archive_state import PendingArchive, span_of, surface_ids
+from handlers.archive_state import MAX_SETTLED, Outcome, PendingArchive, span_of, surface_ids
 from handlers.context import RequestContext
-from handlers.errors import HandlerError, invalid_params
+from handlers.errors import INVALID_PARAMS, HandlerError, invalid_params
 from handlers.params import (
     MAX_NODES,
     MAX_REASON_CHARS,
@@ -485,12 +485,59 @@ def _undo_rearchive(
 
 
 # ---- archive/commit, archive/abort ---------------------------------------------------
+# Both answer from the durable record (handlers.archive_state), so a report re-sent after
+# a lost answer or a restart gets the answer the first one got or would have got.
+
+_REFUSED: dict[tuple[str, Outcome], tuple[str, str]] = {
+    ("archive/commit", "aborted"): (
+        "archive token already aborted",
+        "its folders were rolled back; nothing of it is kept",
+    ),
+    ("archive/commit", "unanswered"): (
+        "archive token never answered",
+        "the daemon stopped before answering the pre-step and rolled the archive back;"
+        " nothing of it is kept",
+    ),
+    ("archive/abort", "committed"): (
+        "archive token already committed",
+        "the archive is final and its folders are kept",
+    ),
+    ("archive/abort", "landed"): (
+        "archive token already committed",
+        "its span left the surface (the replacement landed): the archive is final",
+    ),
+    ("archive/abort", "kept"): (
+        "archive token already committed",
+        "the archive was finalized and its folders are kept",
+    ),
+}
+"""Reports a settled archive refuses (-32602), by method and outcome; ``data.outcome``
+tells the host a settled token from a wrong one."""
 
 
-def _unknown_token(token: str, why: str = "unknown archive token") -> HandlerError:
+def _unknown_token(token: str) -> HandlerError:
+    why = "unknown archive token"
     return invalid_params(
-        [{"field": "token", "message": f"{why} {token!r}"}],
+        [
+            {
+                "field": "token",
+                "message": f"{why} {token!r}: never issued for this session, or settled"
+                f" longer ago than the last {MAX_SETTLED} archives",
+            }
+        ],
         message=why,
+    )
+
+
+def _refused(method: str, token: str, outcome: Outcome) -> HandlerError:
+    why, detail = _REFUSED[(method, outcome)]
+    return HandlerError(
+        INVALID_PARAMS,
+        why,
+        {
+            "errors": [{"field": "token", "message": f"{why} {token!r}: {detail}"}],
+            "outcome": outcome,
+        },
     )
 
 
@@ -498,22 +545,31 @@ async def archive_commit(
     app: App, params: ArchiveCommitParams, ctx: RequestContext
 ) -> dict[str, Any]:
     """The host's replacement landed: the archive is final. A re-sent commit (its answer
-    was lost) is answered again."""
+    was lost, before a restart or after one) is answered again."""
     state = await app.sessions.get(params.session.id)
     ast = state.archive
     store = state.store
-    pend = ast.pending.get(params.token)
-    if pend is None and params.token not in store.committed_transactions():
-        done = ast.settled.get(params.token)
-        if done is None:
-            raise _unknown_token(params.token)
-        if done.outcome == "aborted":
-            raise _unknown_token(params.token, "archive token already aborted")
-        return {"ok": True}
+    token = params.token
+    pend = ast.pending.get(token)
+    if pend is not None and pend.phase != "answered":
+        # an abort cut short (finished by a re-sent abort or at load), or an archive
+        # whose answer never left: what the record becomes after a restart
+        raise _refused(
+            "archive/commit", token, "aborted" if pend.phase == "aborting" else "unanswered"
+        )
+    if pend is None:
+        # the record decides, as it does after a restart
+        done = ast.settled.get(token)
+        if done is not None:
+            if not done.kept:
+                raise _refused("archive/commit", token, done.outcome)
+            return {"ok": True}
+        if token not in store.committed_transactions():
+            raise _unknown_token(token)
 
     def commit() -> None:
-        store.finalize(params.token)
-        ast.settle(params.token, "committed")
+        store.finalize(token)
+        ast.settle(token, "committed")
 
     with ctx.commit_guard():
         await anyio.to_thread.run_sync(commit)
@@ -525,18 +581,22 @@ async def archive_abort(
 ) -> dict[str, Any]:
     """The host could not apply the replacement: remove exactly what the archive wrote,
     whenever it was written (before a restart too); ``rolledBack`` lists it. A re-sent
-    abort is answered again."""
+    abort, or one of an archive already rolled back (an abort finished at load, an
+    archive never answered), answers the same folders with ``alreadyRolledBack``."""
     state = await app.sessions.get(params.session.id)
     ast = state.archive
-    pend = ast.pending.get(params.token)
+    token = params.token
+    pend = ast.pending.get(token)
     store = state.store
-    if pend is None and params.token not in store.committed_transactions():
-        done = ast.settled.get(params.token)
-        if done is None:
-            raise _unknown_token(params.token)
-        if done.outcome != "aborted":
-            raise _unknown_token(params.token, "archive token already committed")
-        return {"ok": True, "rolledBack": list(done.rolled_back)}
+    if pend is None:
+        # the record decides, as it does after a restart
+        done = ast.settled.get(token)
+        if done is not None:
+            if done.kept:
+                raise _refused("archive/abort", token, done.outcome)
+            return {"ok": True, "rolledBack": list(done.rolled_back), "alreadyRolledBack": True}
+        if token not in store.committed_transactions():
+            raise _unknown_token(token)
     recall = pend.recall if pend is not None else None
     if pend is not None and pend.recall_snapshot is not None and recall is None:
         # reinstated after a restart: restore into the session's recall state
@@ -545,9 +605,9 @@ async def archive_abort(
     def rollback() -> list[str]:
         removed: list[str] = []
         if pend is not None:
-            ast.aborting(params.token)  # a crash from here on: the load finishes the abort
-        if params.token in store.committed_transactions():
-            removed = store.rollback_committed(params.token)
+            ast.aborting(token)  # a crash from here on: the load finishes the abort
+        if token in store.committed_transactions():
+            removed = store.rollback_committed(token)
         if pend is not None:
             # everything this token wrote, also what an abort cut short already removed
             removed = pend.written
@@ -557,19 +617,19 @@ async def archive_abort(
             {
                 "type": "archive-abort",
                 "time": ctx.now_ms,
-                "token": params.token,
+                "token": token,
                 "reason": params.reason,
                 "rolledBack": removed,
             }
         )
-        ast.settle(params.token, "aborted", removed)
+        ast.settle(token, "aborted", removed)
         return removed
 
     with ctx.commit_guard():
         try:
             removed = await anyio.to_thread.run_sync(rollback)
         except FolderNotFoundError:  # pragma: no cover - defensive
-            ast.settle(params.token, "aborted")
+            ast.settle(token, "aborted")
             removed = []
-    log.info("archive aborted", session_key=state.key, token=params.token, removed=len(removed))
+    log.info("archive aborted", session_key=state.key, token=token, removed=len(removed))
     return {"ok": True, "rolledBack": removed}

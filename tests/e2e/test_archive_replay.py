@@ -19,7 +19,10 @@ Three layers:
   answered and lost, before / during / after commit and abort, judge, inbox, any time)
   while four hosts (``rofmd.hostsim``) play seeded conversations with tool calls,
   images and recall (pass 0); every unanswered request is re-sent, pre-steps often
-  with a grown surface or a higher meter. After every restart, index == disk; at the
+  with a grown surface or a higher meter, and after every restart each host sends its
+  last answered commit or abort again (a bridge's queued report outliving its answer):
+  the same answer (an abort's with ``alreadyRolledBack``), and no report is ever
+  answered -32602. After every restart, index == disk; at the
   end of each conversation every message is in exactly one folder or still on the
   host's surface, never both, never twice. ``ROFMD_REPLAY_KILLS`` sets the number of
   kills (default 200), ``ROFMD_REPLAY_SEED`` the seed, ``ROFMD_REPLAY_SPAWN=exec``
@@ -614,13 +617,13 @@ async def test_crash_at_every_step_of_an_archive_then_a_deeper_replay(tmp_path: 
         assert [a.id for a in state.recall.rearchive_candidates()] == SEEDS, what  # type: ignore[union-attr]
         assert _recall_ids(point) == SEEDS, what
         assert not any(state.store.get_entry(f).rescorePending for f in SEEDS), what
-        # a re-sent abort is answered again
+        # a re-sent abort is answered again, and says it was already rolled back
         again = await archive_abort(
             app,
             ArchiveAbortParams.model_validate({"session": {"id": SID}, "token": comp["token"]}),
             _ctx(T0 + 40_000 + n, "archive/abort"),
         )
-        assert again == aborted
+        assert again == {**aborted, "alreadyRolledBack": True}
     # both ways were taken: before the answered record a crash rolls back, after it reuses
     assert reused >= 1 and fresh >= 40, (reused, fresh)
 
@@ -669,13 +672,35 @@ async def test_crash_at_every_step_of_an_abort_or_commit_then_resent(
         want = set(SEEDS) | set(comp["folders"])
     points = [*sorted(snaps.iterdir()), live]
     assert len(points) > 3
+    flagged: set[bool] = set()
     for n, point in enumerate(points, start=1):
         what = fs.steps[n - 1] if n <= len(fs.steps) else "done, answer lost"
-        assert await send(point, n) == expected, what
+        # an abort that had begun (the record says aborting, or it is settled) was
+        # finished at load: the re-sent one says it was already rolled back
+        started = method == "archive/abort" and _abort_started(point, comp["token"])
+        flagged.add(started)
+        want_answer = {**expected, "alreadyRolledBack": True} if started else expected
+        assert await send(point, n) == want_answer, what
         base = open_session(point, SID).paths.dir
         assert {f.name for f in base.glob("mem-*")} == want, what
         assert index_matches_disk(base), what
         assert unreported(base) == [] and not list(base.glob(".commit-*")), what
+        # the other report is refused the same way at every point, after a restart too
+        app = _app(point, cfg_dir)
+        with pytest.raises(HandlerError) as refused:
+            if method == "archive/abort":
+                await archive_commit(
+                    app, ArchiveCommitParams.model_validate(report), _ctx(T0, "archive/commit")
+                )
+            else:
+                await archive_abort(
+                    app, ArchiveAbortParams.model_validate(report), _ctx(T0, "archive/abort")
+                )
+        assert refused.value.code == -32602, what
+        assert refused.value.data is not None, what
+        assert refused.value.data["outcome"] == (
+            "aborted" if method == "archive/abort" else "committed"
+        ), what
         if method == "archive/abort":
             assert _recall_ids(point) == SEEDS, what
             assert not list(base.glob("images/img-*")), what
@@ -686,6 +711,18 @@ async def test_crash_at_every_step_of_an_abort_or_commit_then_resent(
             )
             assert again["compaction"]["token"] != comp["token"], what
             assert set(again["compaction"]["folders"]).isdisjoint(comp["folders"]), what
+    # both: crashes before the abort began, and after (finished at load)
+    assert flagged == ({False, True} if method == "archive/abort" else {False})
+
+
+def _abort_started(root: Path, token: str) -> bool:
+    """The record on disk shows ``token``'s abort begun (``aborting``) or finished."""
+    path = session_paths(root, SID, per_session=True).dir / RECORD_NAME
+    if not path.exists():
+        return False
+    doc = orjson.loads(path.read_bytes())
+    aborting = any(r["token"] == token and r["phase"] == "aborting" for r in doc["unreported"])
+    return aborting or any(r["token"] == token for r in doc["settled"])
 
 
 class _FailRecordWrite(FsOps):
@@ -868,7 +905,8 @@ def test_lost_answer_then_replay_after_sigkill(replay: str, tmp_path: Path) -> N
             assert not list(base.glob("mem-*")) and not list(base.glob("images/img-*"))
             assert index_matches_disk(base)
             d.restart()  # the abort's answer was lost too: re-sent, same answer
-            assert result(call(d, "archive/abort", {"session": {"id": sid}, "token": token})) == out
+            again = result(call(d, "archive/abort", {"session": {"id": sid}, "token": token}))
+            assert again == {**out, "alreadyRolledBack": True}
             third = result(call(d, "agent/pre-step", p))["compaction"]
             assert third["token"] != token
             span = {str(n["message"]["id"]) for n in s.nodes if n["seq"] in third["shadowedSeqs"]}
@@ -937,6 +975,10 @@ class World:
         self.restart_checks = 0
         self.sessions = 0
         self.aborts = 0
+        self.reports_resent = 0
+        """Answered commits / aborts sent again after a restart (a bridge's queued report)."""
+        self.refused: Counter[str] = Counter()
+        """Reports answered -32602 (must stay 0: the host never reports a wrong token)."""
         self.commits = 0
         self.started = time.monotonic()
 
@@ -1106,6 +1148,7 @@ class Link:
                 self.checked_gen = self.gen
                 world.restart_checks += 1
                 world.restarts.add(self.host.check(final=False))
+                self.host.resend_due = True
             return msg["result"]
 
 
@@ -1120,6 +1163,10 @@ class KillHost(HostSim):
     aborted: list[dict[str, Any]] = field(default_factory=list)
     all_ids: list[str] = field(default_factory=list)
     """Every message ever added to the surface (checkpoints are not added, they replace)."""
+    last_report: tuple[str, dict[str, Any], dict[str, Any]] | None = None
+    """The last archive/commit or archive/abort answered: method, params, answer."""
+    resend_due: bool = False
+    """The daemon restarted since: the next step sends ``last_report`` again."""
 
     def _params(self) -> dict[str, Any]:
         return {
@@ -1180,7 +1227,40 @@ class KillHost(HostSim):
         p.update(self._params())
         self.extra_tokens = 0
 
+    async def report(self, method: str, p: dict[str, Any]) -> dict[str, Any] | None:
+        """Send a commit or abort; a -32602 answer is counted (it must never come)."""
+        world = self.client.world  # type: ignore[attr-defined]
+        try:
+            out: dict[str, Any] = await self.client.call(method, p)
+        except RpcError as exc:
+            if exc.code != -32602:
+                raise
+            world.refused[method] += 1
+            world.tally.problems.append(f"{method} {p['token']}: -32602 {exc}")
+            return None
+        self.last_report = (method, p, out)
+        return out
+
+    async def resend_report(self) -> None:
+        """After a restart, report the last archive again, as a bridge whose queued
+        report outlived the answer does: the same answer, or an abort's with
+        ``alreadyRolledBack``."""
+        self.resend_due = False
+        if self.last_report is None:
+            return
+        method, p, first = self.last_report
+        world = self.client.world  # type: ignore[attr-defined]
+        world.reports_resent += 1
+        again = await self.report(method, p)
+        if again is None:
+            return
+        want = first if method == "archive/commit" else {**first, "alreadyRolledBack": True}
+        if again != want:
+            world.tally.problems.append(f"{method} {p['token']} re-sent: {again} != {want}")
+
     async def pre_step(self, time_ms: int) -> StepReport:
+        if self.resend_due:
+            await self.resend_report()
         self.step += 1
         before = self.total_tokens()
         answer: dict[str, Any] = await self.client.call("agent/pre-step", self._params())
@@ -1190,15 +1270,17 @@ class KillHost(HostSim):
         if compaction:
             token = compaction["token"]
             if self.rng.random() < 0.15:
-                out = await self.client.call(
+                out = await self.report(
                     "archive/abort", {"session": self.session, "token": token, "reason": "x"}
                 )
-                assert out["ok"] is True and set(out["rolledBack"]) == set(compaction["folders"])
+                assert out is None or (
+                    out["ok"] is True and set(out["rolledBack"]) == set(compaction["folders"])
+                )
                 self.aborted.append(compaction)
                 world.aborts += 1
             else:
                 self._apply_compaction(compaction, time_ms)
-                await self.client.call("archive/commit", {"session": self.session, "token": token})
+                await self.report("archive/commit", {"session": self.session, "token": token})
                 self.archived_folders.extend(compaction["folders"])
                 world.commits += 1
         report = StepReport(
@@ -1349,6 +1431,8 @@ async def test_sigkill_and_replay_property() -> None:
             "restart checks": world.restart_checks,
             "commits": world.commits,
             "aborts": world.aborts,
+            "reports re-sent after a restart": world.reports_resent,
+            "reports answered -32602": dict(world.refused),
             "folders": stats["folders"],
             "pass-0 re-archives": stats["rearchive"],
             "images": stats["images"],
@@ -1360,6 +1444,7 @@ async def test_sigkill_and_replay_property() -> None:
         }
         print(orjson.dumps(summary, option=orjson.OPT_INDENT_2).decode())
         assert world.kills == KILLS
+        assert sum(world.refused.values()) == 0, world.refused
         problems = t.problems + r.problems
         assert problems == [], problems[:20]
         assert summary["lost"] == summary["doubled"] == summary["both"] == 0
@@ -1371,7 +1456,7 @@ async def test_sigkill_and_replay_property() -> None:
             assert events["pre-step replayed: same compaction answered"] > 0, summary
             assert events[ROLLED_BACK] > 0, summary
             assert world.deeper["grown surface"] > 0 and world.deeper["more tokens"] > 0
-            assert world.aborts > 0
+            assert world.aborts > 0 and world.reports_resent > 0
             for point in (
                 "agent/pre-step in-flight",
                 "agent/pre-step lose",

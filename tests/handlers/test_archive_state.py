@@ -6,12 +6,14 @@ from pathlib import Path
 
 import orjson
 
+from engine.jsonio import is_temp_name
 from engine.store import JournalRecord, SessionStore, open_session
 from handlers.archive_state import (
     MAX_SETTLED,
     RECORD_NAME,
     ArchiveState,
     PendingArchive,
+    Settled,
     span_of,
     surface_ids,
 )
@@ -73,8 +75,12 @@ def test_answered_survives_a_restart_planned_is_rolled_back(tmp_path: Path) -> N
     assert not any((store.dir / f).exists() for f in planned.folders)
     assert store.committed_transactions() == ("arc-a",)  # abort still works
     assert ast.settled["arc-old"].outcome == "committed"
+    # the rolled-back token is remembered: never issued again, a report naming it is told
+    assert ast.settled["arc-p"] == Settled("unanswered", tuple(planned.folders))
     doc = orjson.loads((store.dir / RECORD_NAME).read_bytes())
     assert [r["token"] for r in doc["unreported"]] == ["arc-a"]
+    assert [r["token"] for r in doc["settled"]] == ["arc-old", "arc-p"]
+    assert ArchiveState.load(open_session(tmp_path, "s")).settled == ast.settled
     stats = store.paths.stats.read_text()
     assert '"arc-p"' in stats and "never answered" in stats
 
@@ -106,3 +112,31 @@ def test_settled_is_capped_and_a_bad_record_is_ignored(tmp_path: Path) -> None:
         orjson.dumps({"version": 1, "unreported": [{"token": "x"}], "settled": [{"a": 1}]})
     )
     assert ArchiveState.load(store).pending == {}
+
+
+def test_every_transition_is_on_disk_before_it_returns(tmp_path: Path) -> None:
+    """What a SIGKILL right after each transition leaves: the next load sees it."""
+    store = open_session(tmp_path, "s")
+    ast = ArchiveState(path=store.dir / RECORD_NAME)
+
+    def on_disk() -> tuple[dict[str, str], dict[str, str]]:
+        doc = orjson.loads((store.dir / RECORD_NAME).read_bytes())
+        return (
+            {r["token"]: r["phase"] for r in doc["unreported"]},
+            {r["token"]: r["outcome"] for r in doc["settled"]},
+        )
+
+    record = _write(store, "arc-1")
+    ast.begin(_pending("arc-1", record))
+    assert on_disk() == ({"arc-1": "planned"}, {})
+    ast.answered("arc-1", record.folders, {"token": "arc-1"})
+    assert on_disk() == ({"arc-1": "answered"}, {})
+    ast.aborting("arc-1")
+    assert on_disk() == ({"arc-1": "aborting"}, {})
+    ast.settle("arc-1", "aborted", record.folders)
+    assert on_disk() == ({}, {"arc-1": "aborted"})
+    # abandoned before its answer (a failed conservation check, a failed write)
+    ast.begin(_pending("arc-2"))
+    ast.discard("arc-2")
+    assert on_disk() == ({}, {"arc-1": "aborted", "arc-2": "unanswered"})
+    assert not [p for p in store.dir.iterdir() if is_temp_name(p.name)]  # atomic writes
