@@ -134,6 +134,39 @@ RECALL_WARN_DEGRADED = (
 RECALL_WARN_LEDGER_OVERFLOW = "recall ledger over {max_entries} entries: evicted {evicted}"
 """Operator-facing warnings (the `warnings` of agent/inbox/inserted, English like other logs)."""
 
+DAMAGE_WARN_UNREADABLE_FOLDER = (
+    "unreadableFolder: memory folder {folder} cannot be read ({reason}); recall skips it,"
+    " nothing was deleted"
+)
+DAMAGE_WARN_MORE_UNREADABLE = (
+    "unreadableFolder: {n} more memory folders cannot be read; recall skips them,"
+    " `rofmd status` lists them"
+)
+DAMAGE_WARN_STORE_REPAIRED = "storeRepaired: session store repaired at load: {repairs}"
+DAMAGE_REPAIR_PARTS = {
+    "indexRebuilt": "index.json rebuilt from the folders (it was {index_status})",
+    "adoptedFolders": "{n} folder(s) adopted into the index",
+    "removedIncomplete": "{n} incomplete folder(s) of an interrupted archive removed",
+    "journalsReplayed": "{n} interrupted transaction(s) finished",
+    "duplicateFolders": "{n} duplicate folder(s) left out of the index",
+    "missingFolders": "{n} index entry(ies) without a folder dropped",
+    "droppedEntries": "{n} invalid index entry(ies) dropped",
+    "reindexed": "{n} index row(s) refreshed from meta.json",
+    "tempFilesRemoved": "{n} leftover temp file(s) removed",
+}
+"""One phrase per repair count of a store load (handlers.damage.repair_counts)."""
+DAMAGE_WARN_RECALL_STATE_KEPT = (
+    "recallStateDiscarded: recall-state.json could not be used ({reason}); the recall block"
+    " starts empty; the old file is kept as {kept_as}"
+)
+DAMAGE_WARN_RECALL_STATE_LOST = (
+    "recallStateDiscarded: recall-state.json could not be used ({reason}); the recall block"
+    " starts empty; the old file could not be kept aside ({error})"
+)
+"""Damage a session's memory directory shows (handlers.damage), in the `warnings` of
+agent/inbox/inserted and agent/pre-step, once each; the word before the colon is a
+stable code a host can match."""
+
 
 # ---- scoring (reference §1.2, §1.12, §1.16-§1.18) ----------------------------------
 

@@ -32,7 +32,12 @@ from engine.config import MemoryConfig
 from engine.recall import RecallState, RoundOutcome, analyze_query, run_round
 from handlers.context import RequestContext
 from handlers.params import Message, Millis, SafeInt, Session, TokenCount, Wire
-from handlers.recall_state import candidate_index, ensure_recall_state, relevance_index
+from handlers.recall_state import (
+    candidate_index,
+    ensure_recall_state,
+    note_round,
+    relevance_index,
+)
 from handlers.sections import sections_answer
 
 if TYPE_CHECKING:
@@ -132,7 +137,7 @@ async def agent_inbox_inserted(
         "recalled": recalled,
         "sections": answer["sections"],
         "startsRequestSeries": answer["startsRequestSeries"],
-        "warnings": warnings,
+        "warnings": [*warnings, *state.damage.take_warnings()],
     }
 
 
@@ -164,6 +169,7 @@ async def _recall(
             context_window=state.context_window,
             relevance=relevance_index(state, cfg) if cfg.recall.mode == "ranked" else None,
         )
+        note_round(state, outcome)
         rs.remember_message(message_id)
         rs.save()
         if outcome.ran:

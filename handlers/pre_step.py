@@ -147,7 +147,7 @@ async def pre_step(app: App, params: PreStepParams, ctx: RequestContext) -> dict
     compaction = await _maybe_archive(app, state, params, ctx, warnings)
     answer: dict[str, Any] = {"compaction": compaction}
     answer.update(await sections_answer(app, state, ctx))
-    answer["warnings"] = warnings
+    answer["warnings"] = [*warnings, *state.damage.take_warnings()]  # handlers.damage
     return answer
 
 

@@ -5,6 +5,10 @@ message, a `prompt/sections` after a restart, any answer carrying sections), in 
 worker thread. A restored non-empty block asks the host for a new request series
 once, so the restored block reaches the system prompt head. `SessionState.recall`
 is set to it, so re-archive (pass 0) can shrink the block through `RecallBlockView`.
+
+What the loads here skip is handed to the session's damage ledger (`handlers.damage`):
+a recall-state file that could not be used (moved aside by the engine), v1 ids whose
+folder is unreadable, folders the relevance index could not read.
 """
 
 from __future__ import annotations
@@ -14,7 +18,16 @@ from typing import TYPE_CHECKING
 import anyio
 
 from engine.config import MemoryConfig
-from engine.recall import CandidateIndex, RecallState, index_params, load_state_file, prepare_state
+from engine.recall import (
+    CandidateIndex,
+    DiscardedState,
+    Prepared,
+    RecallState,
+    RoundOutcome,
+    index_params,
+    prepare_state,
+    read_state_file,
+)
 from engine.relevance.folder_text import synced_index
 from engine.relevance.index import RelevanceIndex
 
@@ -30,15 +43,18 @@ async def ensure_recall_state(app: App, state: SessionState) -> RecallState:
     cfg = app.config.config
     path = state.store.paths.recall_state
 
-    def load() -> RecallState:
+    def load() -> tuple[RecallState, DiscardedState | None, Prepared]:
+        discarded = None
         if not cfg.recall.persist_injected:
             rs = RecallState(path=path, persist=False)
         else:
-            rs = load_state_file(path, persist=True)
-        prepare_state(rs, state.store, cfg)
-        return rs
+            rs, discarded = read_state_file(path, persist=True)
+        return rs, discarded, prepare_state(rs, state.store, cfg)
 
-    rs = await anyio.to_thread.run_sync(load)
+    rs, discarded, prepared = await anyio.to_thread.run_sync(load)
+    if discarded is not None:
+        state.damage.note_recall_state_discarded(discarded)
+    state.damage.note_unreadable(prepared.unreadable)
     if isinstance(state.recall, RecallState):  # loaded meanwhile by another request
         return state.recall
     state.recall = rs
@@ -76,13 +92,21 @@ def relevance_index(state: SessionState, cfg: MemoryConfig) -> RelevanceIndex:
     (`engine.relevance.folder_text.synced_index`)."""
     cached = state.relevance_index
     state.relevance_index = None  # never leave a half-synced index in the cache
-    index = synced_index(
+    index, unreadable = synced_index(
         cached if isinstance(cached, RelevanceIndex) else None,
         state.store,
         cfg.keywords.extra_stopwords,
     )
     state.relevance_index = index
+    state.damage.note_unreadable(unreadable)
     return index
+
+
+def note_round(state: SessionState, outcome: RoundOutcome) -> None:
+    """A recall round's reads: the picks it skipped as unreadable, and the ones it read
+    fine (fixed, if they were listed). Cheap: touches only the round's picks."""
+    state.damage.note_unreadable(outcome.unreadable)
+    state.damage.note_readable(outcome.readable)
 
 
 def session_term_stats(state: SessionState, cfg: MemoryConfig) -> RelevanceIndex:

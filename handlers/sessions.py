@@ -19,6 +19,7 @@ import structlog
 from engine.recall_view import RecallBlockView
 from engine.store import LoadReport, SessionStore, open_session, safe_session_id
 from handlers.archive_state import ArchiveState
+from handlers.damage import DamageLedger
 
 log = structlog.get_logger("rofmd.sessions")
 
@@ -56,6 +57,8 @@ class SessionState:
     scoring_rounds_unjudged: int = 0
     scoring_texts: dict[str, Any] = field(default_factory=dict)
     scoring_fake_window: tuple[tuple[int, int], bool] | None = None
+    # Damage seen on disk (handlers.damage): pending warnings, repairs, unreadable folders.
+    damage: DamageLedger = field(default_factory=DamageLedger)
 
     def request_new_series(self) -> None:
         """Ask the host, in the next answer with sections, to start a new request series."""
@@ -105,17 +108,9 @@ class SessionRegistry:
                     moved_away=[name for _, name in moved.moved_away],
                 )
             report = store.load_report
-            if not report.clean:
-                log.warning(
-                    "session store repaired at load",
-                    session_key=key,
-                    index_status=report.index_status,
-                    adopted=len(report.adopted),
-                    removed_incomplete=len(report.removed_incomplete),
-                    corrupt_folders=[c.folder_id for c in report.corrupt_folders],
-                    journals=len(report.journals),
-                )
             state = SessionState(key=key, store=store, load_report=report, archive=archive)
+            # repairs and unreadable folders: logged, warned and listed in status once each
+            state.damage.record_load(key, report)
             self._sessions[key] = state
         return state
 
@@ -130,3 +125,7 @@ class SessionRegistry:
     def keys(self) -> list[str]:
         """Loaded session keys, sorted for stable output."""
         return sorted(self._sessions)
+
+    def loaded_states(self) -> list[SessionState]:
+        """Loaded sessions in key order (for `status`)."""
+        return [self._sessions[k] for k in sorted(self._sessions)]

@@ -8,6 +8,7 @@ import anyio
 
 from handlers.app import App
 from handlers.context import RequestContext
+from handlers.damage import damage_status
 from handlers.errors import HandlerError
 from handlers.params import InitializeParams, NoParams, OptionalSessionParams, SleepParams
 from handlers.sections import section_specs
@@ -81,6 +82,8 @@ async def status(app: App, params: NoParams, ctx: RequestContext) -> dict[str, A
             "sessionsLoaded": app.sessions.loaded(),
         }
     )
+    # per loaded session: what loads repaired, which folders cannot be read (until fixed)
+    snap.update(await damage_status(app))
     return snap
 
 

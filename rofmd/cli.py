@@ -115,8 +115,40 @@ def cmd_status(args: argparse.Namespace) -> int:
         name = " ".join(str(host.get(k)) for k in ("name", "version") if host.get(k)) or "?"
         caps = ", ".join(client.get("capabilities") or []) or "none"
         lines.append(f"client       {name}  (pid {client.get('pid')}; capabilities {caps})")
+    lines.extend(damage_lines(result))
     print("\n".join(lines))
     return 0
+
+
+STATUS_FOLDERS_SHOWN = 5
+"""Unreadable folders `rofmd status` names per session (`--json` has them all)."""
+
+
+def _utc(ms: Any) -> str:
+    from datetime import UTC, datetime
+
+    if isinstance(ms, bool) or not isinstance(ms, int | float):
+        return "?"
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def damage_lines(result: dict[str, Any]) -> list[str]:
+    """`status` `repairs` and `unreadableFolders` for a person: one line per repair, one
+    per session with unreadable folders."""
+    lines: list[str] = []
+    for key, repairs in sorted((result.get("repairs") or {}).items()):
+        for r in repairs:
+            lines.append(f"repaired     {key}  {_utc(r.get('at'))}  {r.get('summary')}")
+    for key, folders in sorted((result.get("unreadableFolders") or {}).items()):
+        shown = ", ".join(
+            f"{f.get('folder')} ({f.get('reason')})" for f in folders[:STATUS_FOLDERS_SHOWN]
+        )
+        more = len(folders) - STATUS_FOLDERS_SHOWN
+        tail = f", and {more} more (rofmd status --json)" if more > 0 else ""
+        lines.append(
+            f"UNREADABLE   {key}  {len(folders)} memory folder(s) skipped by recall: {shown}{tail}"
+        )
+    return lines
 
 
 def cmd_reload(args: argparse.Namespace) -> int:

@@ -18,14 +18,23 @@ Pure and synchronous; time is passed in. Modules::
 
 from engine.recall.candidates import CandidateIndex, Matches, Seed, index_params
 from engine.recall.query import Query, analyze_query, effective_quota
-from engine.recall.round import RoundOutcome, load_addition, prepare_state, run_round
-from engine.recall.state import Addition, Lanes, RecallState, load_state_file
+from engine.recall.round import Prepared, RoundOutcome, load_addition, prepare_state, run_round
+from engine.recall.state import (
+    Addition,
+    DiscardedState,
+    Lanes,
+    RecallState,
+    load_state_file,
+    read_state_file,
+)
 
 __all__ = [
     "Addition",
     "CandidateIndex",
+    "DiscardedState",
     "Lanes",
     "Matches",
+    "Prepared",
     "Query",
     "RecallState",
     "RoundOutcome",
@@ -36,5 +45,6 @@ __all__ = [
     "load_addition",
     "load_state_file",
     "prepare_state",
+    "read_state_file",
     "run_round",
 ]

@@ -19,6 +19,10 @@ Commit (step 8):
   keeping one entry; trimmed high α → highRecycle, low α → recycle;
 * the rotation cursor moves to the last committed rotation pick.
 
+A picked folder that cannot be read is skipped (selection does not change) and
+returned in ``RoundOutcome.unreadable``, so the caller can tell the operator; the
+engine itself never logs.
+
 The ``recall`` record carries what came back into the context (``addedChars``,
 ``addedTokens``: the new entries still in the block after trimming, tokens estimated
 like the archive path does) for the §1.6 report.
@@ -43,7 +47,7 @@ from engine.recall.query import Query, effective_quota
 from engine.recall.ranked import FALLBACK_LANE, RANKED_LANE, select_ranked
 from engine.recall.state import Addition, Lanes, RecallState
 from engine.relevance.index import RelevanceIndex
-from engine.store import SessionStore, StoreError
+from engine.store import CorruptFolder, CorruptFolderError, FolderNotFoundError, SessionStore
 from engine.texts import (
     RECALL_WARN_DEGRADED,
     RECALL_WARN_LEDGER_OVERFLOW,
@@ -52,6 +56,7 @@ from engine.texts import (
 )
 
 __all__ = [
+    "Prepared",
     "RoundOutcome",
     "lanes_fingerprint",
     "load_addition",
@@ -72,6 +77,18 @@ class RoundOutcome:
     recall_record: dict[str, Any] = field(default_factory=dict)
     block_record: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # picks skipped because their folder could not be read, and the picks read fine
+    unreadable: list[CorruptFolder] = field(default_factory=list)
+    readable: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """What `prepare_state` did: whether the block changed, and the v1 ids it could not
+    rebuild because their folder is unreadable (gone ones are not damage)."""
+
+    changed: bool
+    unreadable: list[CorruptFolder] = field(default_factory=list)
 
 
 def lanes_fingerprint(cfg: MemoryConfig) -> str:
@@ -107,13 +124,18 @@ def load_addition(
     lane: str = "",
     turn: int = 0,
     round_: int = 0,
-) -> Addition | None:
-    """Read one folder and render its entry; None when it is gone or unreadable."""
+) -> Addition | CorruptFolder | None:
+    """Read one folder and render its entry; None when it is not in the index (gone),
+    a `CorruptFolder` when it cannot be read (the caller reports it)."""
     try:
         meta = store.get_meta(fid)
         raw = store.read_context(fid)
-    except (StoreError, ValueError, OSError):
+    except FolderNotFoundError:
         return None
+    except CorruptFolderError as exc:
+        return CorruptFolder(fid, exc.reason)
+    except (ValueError, OSError) as exc:
+        return CorruptFolder(fid, str(exc))
     tz = resolve_timezone(cfg.time.timezone)
     compute = cfg.recall.compute_dates
     messages: list[dict[str, Any]] = []
@@ -159,15 +181,18 @@ def load_addition(
     )
 
 
-def prepare_state(state: RecallState, store: SessionStore, cfg: MemoryConfig) -> bool:
+def prepare_state(state: RecallState, store: SessionStore, cfg: MemoryConfig) -> Prepared:
     """After loading a file: rebuild v1 (ids only) from the folders still present and
-    reset lanes when the lane fingerprint changed. True when the block changed."""
+    reset lanes when the lane fingerprint changed."""
     changed = False
+    unreadable: list[CorruptFolder] = []
     if state.pending_v1_ids:
         for fid in state.pending_v1_ids:
             add = load_addition(store, fid, cfg)
-            if add is not None:
+            if isinstance(add, Addition):
                 state.additions.append(add)
+            elif add is not None:
+                unreadable.append(add)
         state.pending_v1_ids = []
         state.sort = cfg.recall.sort
         state.compute_dates = cfg.recall.compute_dates
@@ -183,7 +208,7 @@ def prepare_state(state: RecallState, store: SessionStore, cfg: MemoryConfig) ->
         state.lanes_fingerprint = fp
     state.config_fingerprint = fingerprint(cfg)
     state.persist = cfg.recall.persist_injected
-    return changed
+    return Prepared(changed, unreadable)
 
 
 def _block_char_cap(cfg: MemoryConfig, context_window: int | None) -> int:
@@ -346,7 +371,9 @@ def run_round(
 
     # read what is injected (and nothing else)
     loaded: list[tuple[Pick, Addition]] = []
+    unreadable: list[CorruptFolder] = []
     for p in sel.picks:
+        add: Addition | CorruptFolder | None
         if loader is not None:
             add = loader(p)
             if add is not None:
@@ -358,8 +385,10 @@ def run_round(
             )
         else:
             add = None
-        if add is not None:
+        if isinstance(add, Addition):
             loaded.append((p, add))
+        elif add is not None:
+            unreadable.append(add)
 
     # round budget (v1.4.1, not in legacy)
     budget = rc.fairness.round_budget.max_chars
@@ -522,4 +551,6 @@ def run_round(
         recall_record=recall_record,
         block_record=block_record,
         warnings=warnings,
+        unreadable=unreadable,
+        readable=[a.id for _, a in loaded],
     )

@@ -58,7 +58,11 @@ class StandaloneRecall:
         return self.index
 
     def relevance_index(self) -> RelevanceIndex:
-        self.relevance = synced_index(self.relevance, self.store, self.cfg.keywords.extra_stopwords)
+        # unreadable folders surface in the round's outcome when picked; a text-less
+        # folder is still found by its keywords and title
+        self.relevance, _ = synced_index(
+            self.relevance, self.store, self.cfg.keywords.extra_stopwords
+        )
         return self.relevance
 
     def next_turn(self) -> int:

@@ -13,7 +13,11 @@ v3 (written)::
      "currentIds": [...], "messageIds": [...], "render": {...}}
 
 `block` is exactly the section text the model saw; it is restored verbatim, so a
-restart shows the same block even when folders were deleted. v2 files (block and
+restart shows the same block even when folders were deleted. A file whose content
+cannot be used at all (not JSON, not an object or list) gives an empty state, and is
+first moved aside as `recall-state.json.corrupt-<its mtime, UTC>` so the next save
+never overwrites what may be the only copy of the block; `read_state_file` says so
+(`DiscardedState`), the caller reports it. v2 files (block and
 additions, no lanes) restore the block and reset lanes and ledger (bounded
 duplicates, never loss); v1 files (ids only) are rebuilt from the folders still
 present (see `engine.recall.round.rebuild_from_ids`).
@@ -30,11 +34,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from engine import jsonio
 from engine.jsonio import CorruptJSONError, read_json, write_json_atomic
 from engine.recall.block import block_header, entry_heading, render_entries
 from engine.texts import RECALL_EMPTY_HINT, RECALL_FULL_QUOTA_HINT, RECALL_FULL_QUOTA_TRIMMED
 
-__all__ = ["MESSAGE_IDS_KEPT", "Addition", "Lanes", "RecallState", "load_state_file"]
+__all__ = [
+    "MESSAGE_IDS_KEPT",
+    "Addition",
+    "DiscardedState",
+    "Lanes",
+    "RecallState",
+    "load_state_file",
+    "read_state_file",
+]
 
 MESSAGE_IDS_KEPT = 64
 """How many handled user-message ids are remembered for dedup."""
@@ -393,10 +406,71 @@ class RecallState:
         write_json_atomic(self.path, self.to_json())
 
 
-def load_state_file(path: Path, *, persist: bool = True) -> RecallState:
-    """Read `recall-state.json`; missing or corrupt gives an empty state."""
+@dataclass(frozen=True, slots=True)
+class DiscardedState:
+    """A recall-state file that could not be used: why, and where it was kept.
+
+    ``kept_as`` is the name it was moved to beside itself; ``None`` when the move
+    failed (``keep_error`` says why), so the next save replaces it.
+    """
+
+    reason: str
+    kept_as: str | None
+    keep_error: str | None = None
+
+
+_KEEP_ATTEMPTS = 100
+
+
+def _keep_aside(path: Path, reason: str) -> DiscardedState:
+    """Move an unusable recall-state file aside, never over an earlier kept copy; the
+    name carries the file's own mtime (a fact of the file, no clock needed)."""
+    try:
+        mtime_ms = path.lstat().st_mtime_ns // 1_000_000
+    except OSError as exc:
+        return DiscardedState(reason, None, exc.strerror or str(exc))
+    stamp = datetime.fromtimestamp(mtime_ms / 1000, tz=UTC).strftime("%Y%m%dT%H%M%SZ")
+    for n in range(1, _KEEP_ATTEMPTS + 1):
+        name = f"{path.name}.corrupt-{stamp}" + (f"-{n}" if n > 1 else "")
+        try:
+            jsonio.fs.rename(path, path.with_name(name))
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            return DiscardedState(reason, None, exc.strerror or str(exc))
+        try:
+            jsonio.fs.fsync_dir(path.parent)
+        except OSError as exc:
+            return DiscardedState(reason, name, f"moved, but not synced: {exc.strerror or exc}")
+        return DiscardedState(reason, name)
+    return DiscardedState(reason, None, f"{_KEEP_ATTEMPTS} kept copies of that time exist")
+
+
+def read_state_file(
+    path: Path, *, persist: bool = True
+) -> tuple[RecallState, DiscardedState | None]:
+    """Read `recall-state.json`: the state, and what was discarded.
+
+    Missing gives an empty state and no discard (a session that never recalled). An
+    unusable content gives an empty state too, after the file was moved aside (module
+    docstring). A file the system will not let us read (permissions, a directory in its
+    place, an I/O error) raises its ``OSError``: that is the storage being unavailable,
+    not damaged content, and nothing may write over it.
+    """
     try:
         doc = read_json(path)
-    except (FileNotFoundError, CorruptJSONError, OSError):
-        return RecallState(path=path, persist=persist)
-    return RecallState.from_json(doc, path=path, persist=persist)
+    except FileNotFoundError:
+        return RecallState(path=path, persist=persist), None
+    except CorruptJSONError as exc:
+        reason = f"not JSON: {exc.reason}"
+    else:
+        if isinstance(doc, dict | list):
+            return RecallState.from_json(doc, path=path, persist=persist), None
+        reason = "not a JSON object"
+    return RecallState(path=path, persist=persist), _keep_aside(path, reason)
+
+
+def load_state_file(path: Path, *, persist: bool = True) -> RecallState:
+    """`read_state_file` for callers that have nobody to report a discard to (an
+    unusable file is still moved aside; an unreadable one raises)."""
+    return read_state_file(path, persist=persist)[0]

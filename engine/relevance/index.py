@@ -173,6 +173,12 @@ class RelevanceIndex:
                 _count(search_terms(str(value), extra), FIELD_BOOSTS[name], counts)
         return counts
 
+    @property
+    def text_of(self) -> Callable[[str], str]:
+        """The text source the index reads folders through (its owner may ask it what it
+        could not read)."""
+        return self._text_of
+
     def _read_text(self, folder_id: str) -> tuple[dict[int, int], list[dict[int, int]]]:
         """Term id -> tf of a folder's text (read through `text_of`), and the same per
         line (its passages). The analyser never joins terms across a line break, so

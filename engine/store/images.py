@@ -47,6 +47,9 @@ class ImagesIndex:
         self._extra: dict[str, Any] = {}
         self.status = "unloaded"
         """``ok`` / ``missing`` / ``corrupt`` / ``rebuilt`` after loading."""
+        self.unreadable: list[tuple[str, str]] = []
+        """(folder id, reason) of the metas a rebuild could not read (their images are
+        not in the table); the owner reports them."""
 
     @property
     def loaded(self) -> bool:
@@ -67,7 +70,8 @@ class ImagesIndex:
         for folder_id in folder_ids():
             try:
                 meta = read_meta(self._paths, folder_id)
-            except CorruptFolderError:
+            except CorruptFolderError as exc:
+                self.unreadable.append((folder_id, exc.reason))
                 continue
             for ref in meta.images or ():
                 rebuilt.setdefault(ref.name, image_row(meta, ref.name))

@@ -16,7 +16,10 @@ directory. It makes the directory consistent again after any crash:
 * orphan folders (on disk, not indexed) are adopted — deduplicated by folder id
   and ``idempotencyKey`` — so archived text is never lost;
 * a folder that cannot be read is reported in :class:`LoadReport`, skipped, and
-  **never deleted** (unless a ``pending`` journal proves we half-wrote it);
+  **never deleted** (unless a ``pending`` journal proves we half-wrote it); that
+  includes an indexed folder whose meta a repair step had to read (the index is not
+  re-validated folder by folder at load: it stays in the index, recall reports it
+  when it picks it);
 * index entries whose folder is gone are dropped (reported).
 
 Index and image-index writes happen before journals are deleted, so a crash
@@ -124,6 +127,13 @@ class _Recovery:
     # -- helpers ---------------------------------------------------------
     def _ensure_images(self) -> None:
         self.images.ensure_loaded(lambda: list(self.rows))
+        for folder_id, reason in self.images.unreadable:
+            self._unreadable(folder_id, reason)
+        self.images.unreadable.clear()
+
+    def _unreadable(self, folder_id: str, reason: str) -> None:
+        if all(c.folder_id != folder_id for c in self.report.corrupt_folders):
+            self.report.corrupt_folders.append(CorruptFolder(folder_id, reason))
 
     def _add(self, meta: FolderMeta) -> None:
         row = index_row_from_meta(meta)
@@ -199,7 +209,8 @@ class _Recovery:
                 continue
             try:
                 meta = read_meta(self.paths, folder_id)
-            except CorruptFolderError:
+            except CorruptFolderError as exc:
+                self._unreadable(folder_id, exc.reason)
                 continue
             self.rows[folder_id] = index_row_from_meta(meta, self.rows[folder_id])
             self.entries[folder_id] = IndexEntry.model_validate(self.rows[folder_id])
@@ -292,7 +303,8 @@ class _Recovery:
                 if self.images.get(img.name) is None:
                     try:
                         meta = read_meta(self.paths, img.folderId)
-                    except CorruptFolderError:
+                    except CorruptFolderError as exc:
+                        self._unreadable(img.folderId, exc.reason)
                         continue
                     self.images.put(image_row(meta, img.name))
                     self.images_changed = True
