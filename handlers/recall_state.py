@@ -58,7 +58,7 @@ async def ensure_recall_state(app: App, state: SessionState) -> RecallState:
     if isinstance(state.recall, RecallState):  # loaded meanwhile by another request
         return state.recall
     state.recall = rs
-    if rs.block:
+    if rs.block and not state.recall_reloaded:  # reopened after an eviction: host has it
         state.request_new_series()
     return rs
 

@@ -1,14 +1,28 @@
-"""Per-session state, loaded on first use and released on `agent/disposed`.
+"""Per-session state, loaded on first use and released on `agent/disposed` or when
+the daemon evicts it (idle, or the least recently used over the cap; `rofmd.eviction`).
 
 Opening a session runs the store's recovery (stale journals, orphan folders,
 index rebuild), which touches the disk, so it happens in a worker thread. The
 dispatcher already runs one session's requests strictly in order, so a session
-is never opened twice concurrently by its own requests.
+is never opened twice concurrently by its own requests, and an eviction, which the
+daemon makes only while the session has no request queued or running, never races
+one.
+
+A request that only reads (`handlers.session_access`) opens a session that has no
+directory yet without creating one (`open_session(create=False)`); the directory is
+made by the first durable write: through the store itself, or when a request that
+may write outside the store (recall state, archive record) gets the session.
+
+An evicted session leaves a small residue (`handlers.session_residue`) that reopening
+puts back, so its answers are those it would have given had it stayed loaded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,8 +34,27 @@ from engine.recall_view import RecallBlockView
 from engine.store import LoadReport, SessionStore, open_session, safe_session_id
 from handlers.archive_state import ArchiveState
 from handlers.damage import DamageLedger
+from handlers.session_residue import Residue, capture, releasable, restore
 
 log = structlog.get_logger("rofmd.sessions")
+
+MAX_RESIDUES = 50_000
+"""Residues of evicted sessions kept (about 250 bytes each with the key, 12 MiB at the
+limit); past it the oldest is dropped, and that session reopens as after
+`agent/disposed`."""
+
+_READ_ONLY: ContextVar[bool] = ContextVar("rofmd_session_read_only", default=False)
+
+
+@contextmanager
+def session_access(*, read_only: bool) -> Iterator[None]:
+    """Scope a request's session opens: `read_only` opens a session without a directory
+    lazily (see the module docstring). Without it, opening creates the directory."""
+    token = _READ_ONLY.set(read_only)
+    try:
+        yield
+    finally:
+        _READ_ONLY.reset(token)
 
 
 @dataclass
@@ -59,6 +92,9 @@ class SessionState:
     scoring_fake_window: tuple[tuple[int, int], bool] | None = None
     # Damage seen on disk (handlers.damage): pending warnings, repairs, unreadable folders.
     damage: DamageLedger = field(default_factory=DamageLedger)
+    # Reopened after an eviction with its recall block loaded before: the host still shows
+    # that block, so loading it again is no restore to announce (handlers.recall_state).
+    recall_reloaded: bool = False
 
     def request_new_series(self) -> None:
         """Ask the host, in the next answer with sections, to start a new request series."""
@@ -76,7 +112,14 @@ class SessionRegistry:
     def __init__(self, root: Callable[[], Path], per_session: Callable[[], bool]) -> None:
         self._root = root
         self._per_session = per_session
+        # least recently used first (`touch` moves a session to the end)
         self._sessions: dict[str, SessionState] = {}
+        self._used_ms: dict[str, int] = {}
+        self._residues: dict[str, Residue] = {}
+        self.released: Counter[str] = Counter()
+        """Sessions unloaded: `disposed`, `idle`, `lru` (for `status`)."""
+        self.on_release: Callable[[], None] | None = None
+        """Called after a session was unloaded (the daemon returns memory to the OS)."""
 
     def key_for(self, session_id: str) -> str:
         """The memory directory name of a host session id (injective: distinct ids,
@@ -84,14 +127,25 @@ class SessionRegistry:
         return safe_session_id(session_id)
 
     async def get(self, session_id: str) -> SessionState:
-        """The loaded state, opening (and recovering) the store on first use."""
+        """The loaded state, opening (and recovering) the store on first use.
+
+        Outside a read-only request (`session_access`) the session's directory exists
+        when this returns: a session opened lazily before gets it now.
+        """
         key = self.key_for(session_id)
+        read_only = _READ_ONLY.get()
         state = self._sessions.get(key)
+        if state is not None and not read_only and not state.store.materialized:
+            created = await anyio.to_thread.run_sync(state.store.materialize)
+            if created:
+                log.debug("session directory created", session_key=key)
         if state is None:
             root = self._root()
             per_session = self._per_session()
             store = await anyio.to_thread.run_sync(
-                lambda: open_session(root, session_id, per_session=per_session)
+                lambda: open_session(
+                    root, session_id, per_session=per_session, create=not read_only
+                )
             )
             # unreported archives: reinstated, or rolled back if never answered, before
             # any request of the session sees the store
@@ -109,14 +163,65 @@ class SessionRegistry:
                 )
             report = store.load_report
             state = SessionState(key=key, store=store, load_report=report, archive=archive)
+            residue = self._residues.pop(key, None)
+            if residue is not None:
+                restore(state, residue)
             # repairs and unreadable folders: logged, warned and listed in status once each
             state.damage.record_load(key, report)
             self._sessions[key] = state
         return state
 
     def dispose(self, session_id: str) -> bool:
-        """Drop the in-memory state; nothing on disk changes."""
-        return self._sessions.pop(self.key_for(session_id), None) is not None
+        """Drop the in-memory state; nothing on disk changes. No residue is kept: a later
+        request loads the session afresh, as after a restart."""
+        key = self.key_for(session_id)
+        self._residues.pop(key, None)
+        if self._sessions.pop(key, None) is None:
+            return False
+        self._unloaded(key, "disposed")
+        return True
+
+    def evict(self, key: str, reason: str) -> bool:
+        """Unload an idle session as `agent/disposed` would, keeping its residue; False
+        (nothing done) when it is not loaded or holds what a reload would not give back
+        (`handlers.session_residue.releasable`). The caller guarantees that no request of
+        the session is queued or running."""
+        state = self._sessions.get(key)
+        if state is None or not releasable(state):
+            return False
+        residue = capture(state)
+        del self._sessions[key]
+        if residue is not None:
+            self._residues[key] = residue
+            while len(self._residues) > MAX_RESIDUES:
+                del self._residues[next(iter(self._residues))]
+        self._unloaded(key, reason)
+        return True
+
+    def _unloaded(self, key: str, reason: str) -> None:
+        self._used_ms.pop(key, None)
+        self.released[reason] += 1
+        if self.on_release is not None:
+            self.on_release()
+
+    def touch(self, key: str, now_ms: int) -> None:
+        """A request of the session just ended: most recently used, idle from now."""
+        state = self._sessions.pop(key, None)
+        if state is not None:
+            self._sessions[key] = state
+            self._used_ms[key] = now_ms
+
+    def last_used_ms(self, key: str) -> int | None:
+        """When a request of the session last ended (None: not since it was loaded)."""
+        return self._used_ms.get(key)
+
+    def by_recency(self) -> list[str]:
+        """Loaded session keys, least recently used first."""
+        return list(self._sessions)
+
+    def residues(self) -> int:
+        """Evicted sessions whose residue is kept (for `status`)."""
+        return len(self._residues)
 
     def loaded(self) -> int:
         """How many sessions are in memory (for `status`)."""

@@ -80,6 +80,14 @@ async def status(app: App, params: NoParams, ctx: RequestContext) -> dict[str, A
             },
             "memoryRoot": str(app.memory_root()),
             "sessionsLoaded": app.sessions.loaded(),
+            # sessions unloaded since start: by `agent/disposed`, idle or over the cap
+            # (rofmd.eviction); `remembered`: evicted ones whose residue is kept
+            "sessionsReleased": {
+                "disposed": app.sessions.released["disposed"],
+                "idle": app.sessions.released["idle"],
+                "lru": app.sessions.released["lru"],
+                "remembered": app.sessions.residues(),
+            },
         }
     )
     # per loaded session: what loads repaired, which folders cannot be read (until fixed)

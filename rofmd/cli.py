@@ -40,6 +40,9 @@ def _print_json(obj: Any) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Run the daemon in the foreground until SIGTERM/SIGINT."""
+    from rofmd.allocator import use_system_malloc
+
+    use_system_malloc()  # first: may re-execute under the C library's malloc
     from pydantic import ValidationError
 
     from rofmd.daemon import serve

@@ -29,6 +29,8 @@ from handlers.context import ConnectionState
 from rofmd import sdnotify
 from rofmd.connection import Connection
 from rofmd.dispatcher import Dispatcher
+from rofmd.eviction import SessionEviction
+from rofmd.memory_release import MemoryRelease
 from rofmd.settings import DaemonSettings
 from rofmd.sockets import (
     InstanceLock,
@@ -85,6 +87,10 @@ class Daemon:
             self,
             debug_methods=settings.debug_methods,
         )
+        # unloaded sessions (dispose, eviction) give their memory back to the OS
+        self.memory = MemoryRelease()
+        self.app.sessions.on_release = self.memory.request
+        self.eviction: SessionEviction | None = None
 
     # ---- DaemonInfo -------------------------------------------------------------
 
@@ -102,6 +108,7 @@ class Daemon:
             "counters": dict(d.counters) if d else {},
             "inFlight": d.active if d else 0,
             "queueDepths": d.queue_depths() if d else {},
+            "memory": self.memory.status(),
             "tailer": {"files": []},
         }
 
@@ -288,6 +295,14 @@ class Daemon:
                         request_timeout=self.settings.request_timeout,
                         clock_ms=self.clock_ms,
                     )
+                    self.eviction = SessionEviction(
+                        self.app.sessions,
+                        self.dispatcher.lane_busy,
+                        self.clock_ms,
+                        idle_seconds=self.settings.session_idle_seconds,
+                        max_loaded=self.settings.max_loaded_sessions,
+                    )
+                    self.dispatcher.on_lane_idle = self.eviction.lane_idle
                     async with anyio.create_task_group() as conns:
                         for listener in self._listeners:
                             conns.start_soon(self._serve_listener, listener, conns)
@@ -295,6 +310,8 @@ class Daemon:
                         if self.settings.watch_config:
                             root.start_soon(self._watch_config, watcher_done)
                         root.start_soon(self._watchdog)
+                        root.start_soon(self.eviction.run)
+                        root.start_soon(self.memory.run)
                         log.info(
                             "rofmd serving",
                             socket=str(self.settings.socket_path),

@@ -6,6 +6,10 @@ the answers of one session also leave the socket in arrival order. Requests that
 name no session run at once. Every request runs under its own cancel scope with
 the per-request deadline; `$/cancelRequest` cancels it unless it has entered its
 commit guard (see `handlers.context.RequestContext.commit_guard`).
+
+A session whose lane is gone (nothing queued or running) is idle: only then may the
+daemon evict it (`lane_busy`, `on_lane_idle`; `rofmd.eviction`). Each request that
+ends marks its session used at the daemon's clock (`SessionRegistry.touch`).
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from handlers.errors import (
 )
 from handlers.params import parse_params
 from handlers.registry import lookup
+from handlers.session_access import opens_lazily
+from handlers.sessions import session_access
 from rofmd.jsonrpc import Call, error_response, result_response
 
 Reply = Callable[[dict[str, Any]], Coroutine[Any, Any, None]]
@@ -106,6 +112,8 @@ class Dispatcher:
         self._id_prefix = uuid.uuid4().hex[:6]
         self._request_seq = itertools.count(1)
         self._storage_logged: set[tuple[str, str, str]] = set()
+        self.on_lane_idle: Callable[[str], None] | None = None
+        """Called (synchronously) when a session's last queued request has ended."""
 
     # ---- submission -------------------------------------------------------------
 
@@ -208,13 +216,18 @@ class Dispatcher:
         try:
             while lane.pending:
                 job = lane.current = lane.pending.popleft()
-                await self._run_and_reply(job)
-                lane.current = None
+                try:
+                    await self._run_and_reply(job)
+                finally:
+                    lane.current = None
+                    self.app.sessions.touch(key, self._clock_ms())
         finally:
             lane.running = False
             lane.current = None
             if not lane.pending and self._lanes.get(key) is lane:
                 del self._lanes[key]
+                if self.on_lane_idle is not None:
+                    self.on_lane_idle(key)
 
     async def _run_and_reply(self, job: Job) -> None:
         try:
@@ -256,7 +269,9 @@ class Dispatcher:
                     scope.cancel()
                 try:
                     params = parse_params(method.params, call.params)
-                    result = await method.handler(self.app, params, ctx)
+                    lazy = opens_lazily(self.app, call.method, params, job.conn)
+                    with session_access(read_only=lazy):
+                        result = await method.handler(self.app, params, ctx)
                 except HandlerError as exc:
                     self.counters["errors"] += 1
                     return {"jsonrpc": "2.0", "id": call.id, "error": exc.to_error()}
@@ -315,6 +330,10 @@ class Dispatcher:
         """Return once no request is queued or running."""
         while self._active:
             await self._idle.wait()
+
+    def lane_busy(self, key: str) -> bool:
+        """A request of the session (by memory key) is queued or running."""
+        return key in self._lanes
 
     @property
     def active(self) -> int:

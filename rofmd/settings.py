@@ -73,6 +73,11 @@ class DaemonSettings(BaseSettings):
     max_connections: int = Field(default=256, ge=1)
     request_timeout: float = Field(default=60.0, gt=0)
     shutdown_deadline: float = Field(default=10.0, ge=0)
+    # Sessions held in memory (rofmd.eviction): one idle this long (no request queued or
+    # running) is unloaded as `agent/disposed` would, and reopened from disk by its next
+    # request; past the cap the least recently used idle session goes. 0 turns either off.
+    session_idle_seconds: float = Field(default=300.0, ge=0)
+    max_loaded_sessions: int = Field(default=256, ge=0)
     watch_config: bool = True
     debug_methods: bool = False
 

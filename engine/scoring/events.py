@@ -97,12 +97,16 @@ def folder_events(events: Iterable[str] | None, event: str | None) -> list[str]:
     return []
 
 
+def folder_labels(events: Iterable[str] | None, event: str | None) -> list[str]:
+    """The labels a folder counts for, each once."""
+    return list(dict.fromkeys(folder_events(events, event)))
+
+
 def label_counts(folders: Iterable[tuple[Iterable[str] | None, str | None]]) -> Counter[str]:
     """How many folders carry each label."""
     counts: Counter[str] = Counter()
     for events, event in folders:
-        for label in dict.fromkeys(folder_events(events, event)):
-            counts[label] += 1
+        counts.update(folder_labels(events, event))
     return counts
 
 

@@ -184,6 +184,10 @@ class FolderIdAllocator:
             if seq > self._last.get(stamp, 0):
                 self._last[stamp] = seq
 
+    def newest(self) -> list[str]:
+        """The highest id known per second (what :meth:`observe` needs to go on)."""
+        return [f"mem-{stamp}-{seq:04d}" for stamp, seq in self._last.items()]
+
     def allocate(self, now_ms: int) -> str:
         """Next unused id for the second containing ``now_ms``."""
         stamp = folder_stamp(now_ms)

@@ -92,6 +92,7 @@ __all__ = [
     "owner_of",
     "prepare_session_dir",
     "recorded_id",
+    "session_dir_exists",
 ]
 
 SESSION_FILE = "session.json"
@@ -380,6 +381,27 @@ def _prepare(base: Path, session_id: str, target: Path) -> SessionDirOutcome:
 
 
 # ---- finding without changing --------------------------------------------------------
+
+
+def session_dir_exists(base: Path, session_id: str) -> bool:
+    """False when :func:`prepare_session_dir` would have to create a fresh directory for
+    ``session_id`` (nothing at its name, no old-mapping store of its own); True when it
+    would open, adopt, migrate or refuse something that is already there.
+
+    Reads only: a session can then be opened without a directory until it first writes
+    (:func:`engine.store.session_store.open_session` with ``create=False``). A record
+    that cannot be read counts as there, so the open reports it as it always did.
+    """
+    target = base / safe_session_id(session_id)
+    if target.exists() or target.is_symlink():
+        return True
+    legacy = base / legacy_session_dir_name(session_id)
+    if legacy == target or not legacy.is_dir():
+        return False
+    try:
+        return owner_of(legacy, session_id).id == session_id
+    except SessionDirError:
+        return True
 
 
 def find_session_dir(base: Path, session_id: str) -> Path | None:

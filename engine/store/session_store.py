@@ -14,7 +14,7 @@ store from one thread at a time (the daemon serialises per session).
 from __future__ import annotations
 
 import errno
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,8 @@ from engine.jsonio import write_json_atomic
 from engine.store.errors import FolderNotFoundError, TransactionError, UnknownTransactionError
 from engine.store.folders import read_context, read_meta
 from engine.store.ids import FolderIdAllocator, check_safe_name
+from engine.store.images import ImagesIndex
+from engine.store.index_stats import IndexStats
 from engine.store.indexfile import write_index
 from engine.store.layout import SessionPaths, session_dir_paths, session_paths
 from engine.store.records import (
@@ -33,15 +35,22 @@ from engine.store.records import (
     index_row_from_meta,
     to_json_dict,
 )
-from engine.store.recovery import LoadReport, recover
-from engine.store.session_dirs import SessionDirOutcome, owner_of, prepare_session_dir
+from engine.store.recovery import LoadReport, RecoveredState, recover
+from engine.store.session_dirs import (
+    SessionDirOutcome,
+    owner_of,
+    prepare_session_dir,
+    session_dir_exists,
+)
 from engine.store.stats import append_stats
 from engine.store.transaction import Transaction
 
 __all__ = ["SessionStore", "open_session", "open_session_dir"]
 
 
-def open_session(root: Path, session_id: str, *, per_session: bool = True) -> SessionStore:
+def open_session(
+    root: Path, session_id: str, *, per_session: bool = True, create: bool = True
+) -> SessionStore:
     """Open (creating if needed) the store of ``session_id`` and run recovery.
 
     Per session, the directory is made the recorded one of ``session_id`` first,
@@ -49,15 +58,38 @@ def open_session(root: Path, session_id: str, *, per_session: bool = True) -> Se
     ``store.dir_outcome`` says what happened). Raises ``ValueError`` if the id
     cannot name a directory inside ``root``, :class:`SessionDirError` (also a
     ``ValueError``) if its directory belongs to another id.
+
+    ``create=False``: a session with no directory yet (nothing at its name, no old
+    store of its own) is opened without one. The store is empty, as a fresh directory
+    would be, and nothing is written until its first durable write, which makes the
+    directory exactly as ``create=True`` would have (:meth:`SessionStore.materialize`).
+    A request that only reads a new id thus leaves nothing under the memory root.
     """
     paths = session_paths(root, session_id, per_session=per_session)
-    outcome = None
-    if per_session:
-        outcome = prepare_session_dir(paths.root / "sessions", session_id)
-        paths = session_paths(root, session_id, per_session=True)  # re-checked after a move
+    if not create and not _store_exists(paths, session_id, per_session=per_session):
+        return SessionStore(
+            paths, session_id, make_dir=lambda: _make_dir(root, session_id, per_session)
+        )
+    outcome = _make_dir(root, session_id, per_session)
     store = SessionStore(paths, session_id)
     store.dir_outcome = outcome
     return store
+
+
+def _store_exists(paths: SessionPaths, session_id: str, *, per_session: bool) -> bool:
+    if per_session:
+        return session_dir_exists(paths.root / "sessions", session_id)
+    return paths.dir.exists() or paths.dir.is_symlink()
+
+
+def _make_dir(root: Path, session_id: str, per_session: bool) -> SessionDirOutcome | None:
+    """Make the session's directory the recorded one of ``session_id`` (per session)."""
+    if not per_session:
+        return None  # the global layout's store is the root; recovery creates it
+    paths = session_paths(root, session_id, per_session=True)
+    outcome = prepare_session_dir(paths.root / "sessions", session_id)
+    session_paths(root, session_id, per_session=True)  # re-checked after a move
+    return outcome
 
 
 def open_session_dir(root: Path, name: str) -> SessionStore:
@@ -73,25 +105,34 @@ def open_session_dir(root: Path, name: str) -> SessionStore:
     return SessionStore(paths, owner if owner is not None else name)
 
 
+def _nothing_yet(paths: SessionPaths) -> RecoveredState:
+    """What recovery finds in a fresh directory, without one."""
+    return RecoveredState(
+        rows={},
+        entries={},
+        index_extra={},
+        images=ImagesIndex(paths),
+        report=LoadReport(index_status="missing"),
+        seen_ids=set(),
+    )
+
+
 class SessionStore:
     """Folders, index, images table, stats and journals of one session."""
 
-    def __init__(self, paths: SessionPaths, session_id: str) -> None:
+    def __init__(
+        self,
+        paths: SessionPaths,
+        session_id: str,
+        *,
+        make_dir: Callable[[], SessionDirOutcome | None] | None = None,
+    ) -> None:
+        """Run recovery on ``paths``; with ``make_dir`` (no directory yet, see
+        :func:`open_session`) start empty and touch nothing until the first write."""
         self.paths = paths
         self.session_id = session_id
-        state = recover(paths)
-        self.load_report: LoadReport = state.report
-        self._rows = state.rows
-        self._entries = state.entries
-        self._index_extra = state.index_extra
-        self._images = state.images
-        self._by_key: dict[str, str] = {}
-        for entry in self._entries.values():
-            if entry.idempotencyKey is not None:
-                self._by_key.setdefault(entry.idempotencyKey, entry.id)
+        self._make_dir = make_dir
         self._ids = FolderIdAllocator()
-        for folder_id in state.seen_ids:
-            self._ids.observe(folder_id)
         self._committed: dict[str, JournalRecord] = {}
         self._active: Transaction | None = None
         self._snapshot: tuple[IndexEntry, ...] | None = None
@@ -101,6 +142,64 @@ class SessionStore:
         """Set when a rollback could not finish; reopening the store repairs it."""
         self.dir_outcome: SessionDirOutcome | None = None
         """What :func:`open_session` did to find the directory (None: global layout)."""
+        state = recover(paths) if make_dir is None else _nothing_yet(paths)
+        self.load_report: LoadReport = state.report
+        self._load(state)
+
+    def _load(self, state: RecoveredState) -> None:
+        self._rows = state.rows
+        self._entries = state.entries
+        self._index_stats = IndexStats(self._entries.values())
+        self._index_extra = state.index_extra
+        self._images = state.images
+        self._by_key: dict[str, str] = {}
+        for entry in self._entries.values():
+            if entry.idempotencyKey is not None:
+                self._by_key.setdefault(entry.idempotencyKey, entry.id)
+        for folder_id in state.seen_ids:
+            self._ids.observe(folder_id)
+
+    @property
+    def materialized(self) -> bool:
+        """False while a store opened without a directory has not written anything."""
+        return self._make_dir is None
+
+    def materialize(self) -> bool:
+        """Create the directory of a store opened without one, as ``open_session`` would
+        have (record, migration decisions), then load what recovery finds there (nothing,
+        unless another process made it meanwhile). True when it did; a no-op once the
+        directory exists. Every write calls it first. Blocking.
+        """
+        make = self._make_dir
+        if make is None:
+            return False
+        outcome = make()
+        state = recover(self.paths)
+        # nothing was written before (a write materializes first): the store held no
+        # folders, so loading what is on disk now loses nothing
+        self._make_dir = None
+        self.dir_outcome = outcome
+        self.load_report = state.report
+        self._load(state)
+        if self._rows:
+            self._changed()
+        return True
+
+    def unbacked_folder_ids(self) -> tuple[str, ...]:
+        """Per second, the newest folder id handed out that no indexed folder carries
+        (its archive was rolled back, or never written). A reopened store counts only
+        what is on disk; observing these keeps it from handing them out again."""
+        return tuple(fid for fid in self._ids.newest() if fid not in self._entries)
+
+    def observe_folder_ids(self, folder_ids: tuple[str, ...]) -> None:
+        """Never hand out these ids (see :meth:`unbacked_folder_ids`)."""
+        for folder_id in folder_ids:
+            self._ids.observe(folder_id)
+
+    @property
+    def in_transaction(self) -> bool:
+        """A transaction is open (between :meth:`transaction` and its commit/rollback)."""
+        return self._active is not None
 
     # -- reading -------------------------------------------------------------
     @property
@@ -113,6 +212,11 @@ class SessionStore:
         if self._snapshot is None:
             self._snapshot = tuple(self._entries.values())
         return self._snapshot
+
+    @property
+    def index_stats(self) -> IndexStats:
+        """Counts and ordered pending / re-review lists, kept in step with the index."""
+        return self._index_stats
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -173,6 +277,7 @@ class SessionStore:
             raise TransactionError(f"transaction {self._active.txn_id} is still open")
         if txn_id in self._committed or self.paths.journal(txn_id).exists():
             raise TransactionError(f"transaction id {txn_id} is already on record")
+        self.materialize()
         txn = Transaction(self, txn_id, max_folders, keep_record)
         self._active = txn
         return txn
@@ -217,6 +322,7 @@ class SessionStore:
         record = self._committed.get(txn_id)
         if record is None:
             raise UnknownTransactionError(txn_id)
+        self.materialize()
         journal = self.paths.journal(txn_id)
         if record.folders or record.images:
             aborting = record.model_copy(update={"state": "aborting"})
@@ -265,6 +371,7 @@ class SessionStore:
             updated[folder_id] = FolderMeta.model_validate(data)
         if not updated:
             return updated
+        self.materialize()
         write_json_atomic(self.paths.reindex_marker, {"folders": list(updated)})
         for folder_id, meta in updated.items():
             write_json_atomic(self.paths.folder(folder_id) / "meta.json", to_json_dict(meta))
@@ -275,6 +382,7 @@ class SessionStore:
 
     def append_stats(self, record: Mapping[str, Any]) -> None:
         """Append one telemetry record to ``stats.jsonl`` (durable)."""
+        self.materialize()
         append_stats(self.paths.stats, record)
 
     # -- internals used by Transaction -------------------------------------------
@@ -287,7 +395,9 @@ class SessionStore:
     def _put_meta_row(self, meta: FolderMeta) -> None:
         row = index_row_from_meta(meta, self._rows.get(meta.id))
         self._rows[meta.id] = row
-        self._entries[meta.id] = IndexEntry.model_validate(row)
+        entry = IndexEntry.model_validate(row)
+        self._index_stats.put(self._entries.get(meta.id), entry)
+        self._entries[meta.id] = entry
         if meta.idempotencyKey is not None:
             self._by_key.setdefault(meta.idempotencyKey, meta.id)
         self._changed()
@@ -295,6 +405,8 @@ class SessionStore:
     def _drop_row(self, folder_id: str) -> None:
         self._rows.pop(folder_id, None)
         entry = self._entries.pop(folder_id, None)
+        if entry is not None:
+            self._index_stats.drop(entry)
         key = entry.idempotencyKey if entry is not None else None
         if key is not None and self._by_key.get(key) == folder_id:
             del self._by_key[key]
