@@ -17,6 +17,8 @@ from bench.ranked import run_ranked_bench
 from bench.recall import run_recall_bench
 from tests.e2e.harness import running_daemon
 
+_PARTS = ("ping", "archive", "recall", "ranked")
+
 
 def _print_rows(title: str, rows: list[dict[str, Any]]) -> None:
     print(f"\n{title}")
@@ -31,39 +33,68 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--quick", action="store_true", help="small counts (smoke test)")
     parser.add_argument("--json", type=Path, help="also write results to this file")
+    parser.add_argument(
+        "--only",
+        choices=_PARTS,
+        action="append",
+        help="run only this part (repeatable; default: all)",
+    )
+    parser.add_argument(
+        "--sizes",
+        type=lambda s: tuple(int(x) for x in s.split(",")),
+        help="folder counts of the recall and ranked parts, comma-separated",
+    )
     args = parser.parse_args(argv)
+    parts = set(args.only or _PARTS)
     scale = 10 if args.quick else 1
     results: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    with running_daemon(env={"ROFMD_LOG_LEVEL": "warning"}) as d:
-        rows = [
-            anyio.run(run_ping, d.socket_path, 1, 5000 // scale),
-            anyio.run(run_ping, d.socket_path, 50, 200 // scale),
-            anyio.run(lambda: run_ping(d.socket_path, 50, 200 // scale, session=True)),
-        ]
-        rows[2]["clients"] = "50 (sess)"
-        archive_rows = run_archive(d.socket_path, max(3, 20 // scale))
-    results["ping"] = rows
-    _print_rows("ping round trips (one daemon process, clients on one event loop)", rows)
-    results["archive"] = archive_rows
-    _print_rows("agent/pre-step on a 128k-token, 400-message surface (medians)", archive_rows)
-    sizes = (1000, 10000) if args.quick else (1000, 10000, 100000)
-    recall_rows = run_recall_bench(sizes, 200 // scale)
-    results["recall"] = recall_rows
-    _print_rows(
-        "automatic recall round vs bm25s top-10 (same folders' keywords, same queries)", recall_rows
-    )
-    ranked_rows = run_ranked_bench(sizes, 300 // scale)
-    results["ranked"] = ranked_rows
-    _print_rows(
-        "ranked recall (selection, and the whole round) vs bm25s top-10"
-        " (same folders' documents, same query terms, interleaved)",
-        ranked_rows,
-    )
+    if parts & {"ping", "archive"}:
+        _daemon_parts(parts, scale, results)
+    sizes = args.sizes or ((1000, 10000) if args.quick else (1000, 10000, 100000))
+    if "recall" in parts:
+        recall_rows = run_recall_bench(sizes, 200 // scale)
+        results["recall"] = recall_rows
+        _print_rows(
+            "automatic recall round vs bm25s top-10 (same folders' keywords, same queries)",
+            recall_rows,
+        )
+    if "ranked" in parts:
+        ranked_rows = run_ranked_bench(sizes, 300 // scale)
+        results["ranked"] = ranked_rows
+        _print_rows(
+            "ranked recall (selection, and the whole round) vs bm25s top-10"
+            " (same folders' documents, same query terms, interleaved)",
+            ranked_rows,
+        )
     out = args.json or Path("bench/results/latest.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2))
     print(f"\nresults written to {out}")
     return 0
+
+
+def _daemon_parts(parts: set[str], scale: int, results: dict[str, Any]) -> None:
+    """The parts that talk to a running daemon: ping round trips, agent/pre-step."""
+    with running_daemon(env={"ROFMD_LOG_LEVEL": "warning"}) as d:
+        rows: list[dict[str, Any]] = []
+        if "ping" in parts:
+            rows = [
+                anyio.run(run_ping, d.socket_path, 1, 5000 // scale),
+                anyio.run(run_ping, d.socket_path, 50, 200 // scale),
+                anyio.run(lambda: run_ping(d.socket_path, 50, 200 // scale, session=True)),
+            ]
+            rows[2]["clients"] = "50 (sess)"
+        archive_rows = run_archive(d.socket_path, max(3, 20 // scale)) if "archive" in parts else []
+    if rows:
+        results["ping"] = rows
+        _print_rows("ping round trips (one daemon process, clients on one event loop)", rows)
+    if archive_rows:
+        results["archive"] = archive_rows
+        _print_rows(
+            "agent/pre-step on a 128k-token, 400-message surface (medians; ratio: to reading"
+            " + parsing the same request bytes, interleaved)",
+            archive_rows,
+        )
 
 
 if __name__ == "__main__":

@@ -1,21 +1,34 @@
-"""Archive benchmarks: pre-step latency on a 128k-token surface, commit throughput.
+"""Archive benchmarks: pre-step latency on a 128k-token surface, as ratios to parsing it.
 
 The surface has 400 messages (100 user turns with a tool call each) that the host
-meter puts at 128k tokens. "no archive" runs it below the trigger (the pre-step only
-answers the sections); "archive" runs it at 80% of the window on a fresh session each
-time, so every call plans, writes and indexes its folders before answering. Commit
-throughput is folders written per second of those archiving pre-steps. Medians.
+meter puts at 128k tokens. Three cases, timed interleaved in one run:
+
+* "no archive": below the trigger on a session with no folders (the pre-step only
+  answers the sections);
+* "archive": at 80% of the window on a fresh session, so the call plans, writes and
+  indexes its folders (48 of them) and renders the task block listing them before it
+  answers; committed right after;
+* "pending": the same session, below the trigger, while those folders wait to be
+  scored (the pre-step renders the task block of every one of them).
+
+The floor of each case is reading and parsing the very request bytes it sent
+(``orjson.loads`` of the same line, timed right after the call): the work any daemon
+must do before it can start. Reported: medians (ms) over the repetitions, the ratio of
+the medians and, for "archive", folders written per second.
 """
 
 from __future__ import annotations
 
+import io
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from tests.archive_fixtures import Surface, pre_step_params
-from tests.e2e.harness import LineSocket
+from tests.e2e.harness import LineSocket, request_line
 
 SURFACE_TOKENS = 128_000
 CAPS = {"tokenMeter": True, "systemPrompt": True, "tools": True, "attachments": True}
@@ -39,50 +52,76 @@ def _params(s: Surface, sid: str, percent: float) -> dict[str, Any]:
     return p
 
 
+def parse_floor(line: bytes) -> float:
+    """Seconds to read ``line`` from a stream and parse it (the floor of a request)."""
+    t0 = time.perf_counter()
+    orjson.loads(io.BytesIO(line).readline())
+    return time.perf_counter() - t0
+
+
+class _Case:
+    """The timings of one case: the call, and the floor of the bytes it sent."""
+
+    def __init__(self) -> None:
+        self.calls: list[float] = []
+        self.floors: list[float] = []
+
+    def call(self, c: LineSocket, id_: int, method: str, params: dict[str, Any]) -> Any:
+        line = request_line(id_, method, params)
+        t0 = time.perf_counter()
+        c.send(line)
+        answer = c.recv_json()
+        self.calls.append(time.perf_counter() - t0)
+        self.floors.append(parse_floor(line))
+        assert "result" in answer, answer
+        return answer["result"]
+
+    def row(self, name: str, messages: int, **extra: Any) -> dict[str, Any]:
+        p50 = statistics.median(self.calls)
+        floor = statistics.median(self.floors)
+        return {
+            "case": name,
+            "messages": messages,
+            "tokens": SURFACE_TOKENS,
+            "runs": len(self.calls),
+            "p50_ms": round(p50 * 1000, 2),
+            "parse_ms": round(floor * 1000, 3),
+            "ratio": round(p50 / floor, 1),
+            **extra,
+        }
+
+
 def run_archive(path: Path, n: int) -> list[dict[str, Any]]:
-    """Rows for the bench table: pre-step latency without/with archive, folders/s."""
+    """Rows for the bench table: the three cases (see the module docstring), ``n`` ≥ 3
+    repetitions each, interleaved."""
+    n = max(3, n)
     s = _surface()
     c = LineSocket(path, timeout=60)
     c.call(0, "initialize", {"protocolVersion": 1, "capabilities": CAPS})
     quiet = _params(s, "bench-quiet", 50)
-    idle: list[float] = []
-    for i in range(n):
-        t0 = time.perf_counter()
-        r = c.call(i + 1, "agent/pre-step", quiet)
-        idle.append(time.perf_counter() - t0)
-        assert r["result"]["compaction"] is None, r
-    busy: list[float] = []
+    idle, busy, waiting = _Case(), _Case(), _Case()
     rates: list[float] = []
     folders = 0
     for i in range(n):
-        p = _params(s, f"bench-arc-{time.time_ns()}-{i}", 80)
-        t0 = time.perf_counter()
-        r = c.call(1000 + i, "agent/pre-step", p)
-        dt = time.perf_counter() - t0
-        comp = r["result"]["compaction"]
+        r = idle.call(c, 10 * i + 1, "agent/pre-step", quiet)
+        assert r["compaction"] is None, r
+        sid = f"bench-arc-{time.time_ns()}-{i}"
+        r = busy.call(c, 10 * i + 2, "agent/pre-step", _params(s, sid, 80))
+        comp = r["compaction"]
         assert comp is not None, r
         folders = len(comp["folders"])
-        busy.append(dt)
-        rates.append(folders / dt)
-        c.call(2000 + i, "archive/commit", {"session": p["session"], "token": comp["token"]})
+        rates.append(folders / busy.calls[-1])
+        c.call(10 * i + 3, "archive/commit", {"session": {"id": sid}, "token": comp["token"]})
+        r = waiting.call(c, 10 * i + 4, "agent/pre-step", _params(s, sid, 50))
+        assert r["compaction"] is None, r
+        tasks = [x["text"] for x in r["sections"] if x["name"] == "dsh-rofm:memory-tasks"]
+        assert tasks and all(f in tasks[0] for f in comp["folders"][:1]), r
     c.close()
+    messages = len(s.nodes)
     return [
-        {
-            "case": "no archive",
-            "messages": len(s.nodes),
-            "tokens": SURFACE_TOKENS,
-            "runs": n,
-            "p50_ms": round(statistics.median(idle) * 1000, 2),
-            "folders": 0,
-            "folders_s": "-",
-        },
-        {
-            "case": "archive",
-            "messages": len(s.nodes),
-            "tokens": SURFACE_TOKENS,
-            "runs": n,
-            "p50_ms": round(statistics.median(busy) * 1000, 2),
-            "folders": folders,
-            "folders_s": round(statistics.median(rates), 1),
-        },
+        idle.row("no archive", messages, folders=0, folders_s="-"),
+        busy.row(
+            "archive", messages, folders=folders, folders_s=round(statistics.median(rates), 1)
+        ),
+        waiting.row(f"{folders} pending", messages, folders=folders, folders_s="-"),
     ]

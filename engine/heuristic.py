@@ -62,6 +62,7 @@ __all__ = [
     "batch_stats",
     "document_terms",
     "features",
+    "has_cue",
     "heuristic_alpha",
     "heuristic_keywords",
     "heuristic_score",
@@ -171,6 +172,20 @@ def _concrete(match: re.Match[str]) -> bool:
     """A number worth remembering: 2+ digits, a separator, a currency sign or ``v``."""
     digits = match.group(3)
     return bool(match.group(1) or match.group(2)) or len(digits) >= 2
+
+
+@functools.cache
+def _any_marker(names: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern for several markers: a line is scanned once, not once per marker."""
+    return re.compile("|".join(f"(?:{_MARKERS[name].pattern})" for name in names))
+
+
+def has_cue(text: str, names: tuple[str, ...]) -> bool:
+    """Whether a line of ``text`` holds a cue of one of the named markers: what
+    ``features(text)[name] > 0`` says for any of them, without computing the rest (and
+    stopping at the first hit)."""
+    search = _any_marker(names).search
+    return any(search(normalize_text(line).casefold()) is not None for line in _lines(text))
 
 
 def features(text: str) -> dict[str, float]:

@@ -21,7 +21,10 @@ Order of a pre-step, and why:
    record turned ``answered``.
 
 Everything before step 4 is cancellable and writes nothing. The answer is sent only
-after the folders and the index are durable.
+after the folders and the index are durable. Whatever reads the whole surface (its ids
+for step 2, the plan of step 3 with its image checks) runs in a worker thread as well:
+the event loop only awaits, so one session's 400-message pre-step never holds up
+another session's answer.
 """
 
 from __future__ import annotations
@@ -184,30 +187,37 @@ async def _maybe_archive(
         return None
     if params.context is None:
         return None
-    ids = surface_ids(params.surface)
+    ids = await anyio.to_thread.run_sync(surface_ids, params.surface)
     replay = await _replayed(state, ids, ctx)
     if replay is not None:
         log.info("pre-step replayed: same compaction answered", token=replay.token)
         return replay.compaction
 
-    readable = await _readable_images(params.surface) if conn.capability("attachments") else {}
+    context = params.context
+    attachments = conn.capability("attachments")
     recall = state.recall
     candidates = list(recall.rearchive_candidates()) if recall is not None else None
-    inp = PreStepInput(
-        session_id=params.session.id,
-        turn=params.turn,
-        surface=params.surface,
-        node_tokens={n.seq: n.tokens for n in params.context.nodes if n.tokens is not None},
-        total_tokens=params.context.totalTokens,
-        host_window=params.context.contextWindow,
-        now_ms=ctx.now_ms,
-        cfg=cfg,
-        recall=candidates,
-        readable_images=readable,
-        attachments=conn.capability("attachments"),
-        hard_stopped=state.archive.hard_stopped,
-    )
-    plan = plan_pre_step(inp)
+    hard_stopped = state.archive.hard_stopped
+
+    def plan_it() -> PreStepPlan:
+        return plan_pre_step(
+            PreStepInput(
+                session_id=params.session.id,
+                turn=params.turn,
+                surface=params.surface,
+                node_tokens={n.seq: n.tokens for n in context.nodes if n.tokens is not None},
+                total_tokens=context.totalTokens,
+                host_window=context.contextWindow,
+                now_ms=ctx.now_ms,
+                cfg=cfg,
+                recall=candidates,
+                readable_images=_readable_images(params.surface) if attachments else {},
+                attachments=attachments,
+                hard_stopped=hard_stopped,
+            )
+        )
+
+    plan = await anyio.to_thread.run_sync(plan_it)
     for key, message in plan.warnings:
         _warn(state, warnings, key, message)
     if plan.outcome == "below-trigger":
@@ -283,7 +293,9 @@ def _track_pressure(
         )
 
 
-async def _readable_images(surface: list[dict[str, Any]]) -> dict[str, str]:
+def _readable_images(surface: list[dict[str, Any]]) -> dict[str, str]:
+    """Host paths of the surface's images that are images by their first bytes, within
+    the size limit (only those are copied). Blocking: reads their first bytes."""
     paths: set[str] = set()
     for node in surface:
         msg = node.get("message")
@@ -296,15 +308,8 @@ async def _readable_images(surface: list[dict[str, Any]]) -> dict[str, str]:
                 path = att.get("hostPath") if isinstance(att, Mapping) else None
                 if isinstance(path, str) and os.path.isabs(path):
                     paths.add(path)
-    if not paths:
-        return {}
-
-    def check() -> dict[str, str]:
-        # only what is an image by its first bytes, within the size limit, is copied
-        kinds = {p: image_kind(Path(p)) for p in paths}
-        return {p: kind for p, kind in kinds.items() if kind is not None}
-
-    return await anyio.to_thread.run_sync(check)
+    kinds = {p: image_kind(Path(p)) for p in paths}
+    return {p: kind for p, kind in kinds.items() if kind is not None}
 
 
 # ---- the commit (worker thread) ------------------------------------------------------

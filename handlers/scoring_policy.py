@@ -9,12 +9,16 @@ context than to create memories that can never be recalled); with
 The policy itself is `engine.scoring.fallback.decide`; this module gathers its inputs
 (the listed pending folders, the session kind, the rounds counter) and writes the
 heuristic scores. It also holds the helpers the task block and `memory_judge` share:
-the readable-text cache, the era facts of the session and the channel test.
+the readable-text cache, the era facts of the session and the channel test. The pending
+lists and counts come from the store's counters (`engine.store.index_stats`), kept as
+the index changes, and the telemetry is followed as it grows: no request scans the
+index or re-reads `stats.jsonl`.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +28,7 @@ import structlog
 from engine.config import MemoryConfig
 from engine.heuristic import with_batch
 from engine.relevance.stats import TermStats
-from engine.scoring.eras import SessionEraFacts, fake_window, folder_era, listed
+from engine.scoring.eras import SessionEraFacts, fake_window
 from engine.scoring.fallback import (
     FallbackDecision,
     decide,
@@ -32,7 +36,8 @@ from engine.scoring.fallback import (
     heuristic_source,
 )
 from engine.scoring.readable import ReadableText, readable_text
-from engine.store import IndexEntry, StoreError, read_jsonl
+from engine.store import StoreError
+from engine.store.stats import read_jsonl_tail
 from handlers.context import RequestContext
 from handlers.recall_state import session_term_stats
 
@@ -84,49 +89,47 @@ def heuristic_text(state: SessionState, folder_id: str) -> str:
     return heuristic_source(readable_for(state, folder_id), messages)
 
 
-def session_synthetic(state: SessionState, index: tuple[IndexEntry, ...]) -> bool:
-    """The session-level era rule (fakeWindow and stressBacklog), telemetry cached."""
+def _fake_window(state: SessionState) -> bool:
+    """fakeWindow of the session's telemetry (``engine.scoring.eras``), following
+    ``stats.jsonl`` as it grows: each record is parsed once, and once a record shows a
+    fake window the answer stays (the file only grows). A file that shrank or was
+    replaced (another inode) is read again from its start."""
     path = state.store.paths.stats
     try:
         st = path.stat()
-        key = (st.st_size, st.st_mtime_ns)
     except FileNotFoundError:
-        key = (0, 0)
-    cached = state.scoring_fake_window
-    if cached is not None and cached[0] == key:
-        fake = cached[1]
-    else:
-        fake = fake_window(read_jsonl(path)) if key != (0, 0) else False
-        state.scoring_fake_window = (key, fake)
-    if not fake:
+        state.scoring_fake_window = None
         return False
-    pending = sum(1 for e in index if not e.scored)
-    return SessionEraFacts(fake, len(index), pending).synthetic
+    cached = state.scoring_fake_window
+    offset, fake = 0, False
+    if cached is not None and cached[0][1] == st.st_ino and cached[0][0] <= st.st_size:
+        offset, fake = cached[0][0], cached[1]
+    if not fake and st.st_size > offset:
+        records, offset = read_jsonl_tail(path, offset, st.st_size)
+        fake = fake_window(records)
+    state.scoring_fake_window = ((offset, st.st_ino), fake)
+    return fake
 
 
-def listed_pending(state: SessionState, cfg: MemoryConfig) -> list[IndexEntry]:
-    """Pending folders of the eras the task block lists (``scoring.includeLegacy``)."""
-    index = state.store.index
-    pending = [e for e in index if not e.scored]
-    if not pending:
-        return []
-    synthetic = session_synthetic(state, index)
-    include = cfg.scoring.include_legacy
-    return [
-        e
-        for e in pending
-        if listed(
-            folder_era(
-                created_at=e.createdAt, pending_era=e.pendingEra, session_synthetic=synthetic
-            ),
-            include_legacy=include,
-        )
-    ]
+def session_synthetic(state: SessionState) -> bool:
+    """The session-level era rule (fakeWindow and stressBacklog), from the store's
+    counters and the followed telemetry."""
+    if not _fake_window(state):
+        return False
+    store = state.store
+    return SessionEraFacts(True, len(store), store.index_stats.unscored).synthetic
 
 
-def since_key(entry: IndexEntry) -> tuple[int, str]:
-    """Sort key of a pending folder: ``pendingSince`` (else ``createdAt``), then id."""
-    return (entry.pendingSince or entry.createdAt, entry.id)
+def listed_pending(state: SessionState, cfg: MemoryConfig) -> Sequence[str]:
+    """Ids of the pending folders of the eras the task block lists
+    (``scoring.includeLegacy``), oldest first (``engine.store.index_stats.pending_key``):
+    a live view of the store's ordered lists, so its length and first items cost no scan.
+    """
+    stats = state.store.index_stats
+    include = bool(cfg.scoring.include_legacy)
+    if not stats.unscored or include:
+        return stats.pending
+    return stats.pending_listed(include_legacy=False, synthetic=session_synthetic(state))
 
 
 def _session_stats(state: SessionState, cfg: MemoryConfig) -> TermStats | None:
@@ -158,12 +161,11 @@ def apply_heuristic(
 
 
 def _decision(state: SessionState, cfg: MemoryConfig, under_pressure: bool) -> FallbackDecision:
-    pending = sorted(listed_pending(state, cfg), key=since_key)
     channel = is_channel_session(cfg, state.key)
     rounds = cfg.scoring.auto_heuristic_after_rounds
     return decide(
         fallback=cfg.scoring.fallback,
-        pending_oldest_first=[e.id for e in pending],
+        pending_oldest_first=listed_pending(state, cfg),
         max_pending=cfg.scoring.max_pending,
         under_pressure=under_pressure,
         rounds_unjudged=state.scoring_rounds_unjudged,

@@ -86,7 +86,7 @@ class SessionState:
     # Scoring use case (handlers.tasks_section / tool_judge / scoring_policy): user turns the
     # task block listed pending folders without a judge call (autoHeuristicAfterRounds),
     # readable texts of archived folders (immutable, so cached by id) and the cached
-    # era facts of the session's telemetry (keyed by stats.jsonl size and mtime).
+    # era facts of the session's telemetry (followed by stats.jsonl offset and inode).
     scoring_rounds_unjudged: int = 0
     scoring_texts: dict[str, Any] = field(default_factory=dict)
     scoring_fake_window: tuple[tuple[int, int], bool] | None = None

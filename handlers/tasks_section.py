@@ -21,14 +21,14 @@ import anyio
 
 from engine import texts
 from engine.config import MemoryConfig
-from engine.scoring.events import existing_label_list, label_counts
+from engine.scoring.events import existing_label_list
 from engine.scoring.task_block import (
     LIST_LIMIT,
     PendingItem,
     ReviewItem,
     TaskBlock,
     TaskBlockInput,
-    order_pending,
+    first_in_order,
     render_task_block,
     task_budget,
 )
@@ -39,7 +39,6 @@ from handlers.scoring_policy import (
     listed_pending,
     readable_for,
     run_fallback,
-    since_key,
 )
 
 if TYPE_CHECKING:
@@ -57,23 +56,26 @@ def window_tokens(state: SessionState, cfg: MemoryConfig) -> int | None:
 def build_task_block(
     state: SessionState, cfg: MemoryConfig, now_ms: int, *, has_recall_block: bool
 ) -> TaskBlock:
-    """Gather the lists and render the block. Blocking (reads folder texts)."""
+    """Gather the lists and render the block. Blocking (reads folder texts).
+
+    The lists come from the store's ordered counters (``engine.store.index_stats``): the
+    block costs what it shows, whatever the number of folders."""
     limit = max(1, min(LIST_LIMIT, cfg.scoring.max_items_per_judge))
-    pending = order_pending(listed_pending(state, cfg), cfg.scoring.order, since_key)
-    index = state.store.index
-    review = sorted(
-        (e for e in index if e.scored and e.rescorePending), key=lambda e: (e.createdAt, e.id)
-    )
+    store = state.store
+    stats = store.index_stats
+    listed = listed_pending(state, cfg)
+    pending = [store.get_entry(fid) for fid in first_in_order(listed, cfg.scoring.order, limit)]
+    review = [store.get_entry(fid) for fid in stats.review[:limit]]
     pending_items = []
-    for e in pending[:limit]:
+    for e in pending:
         text = readable_for(state, e.id)
         pending_items.append(
             PendingItem(e.id, e.title, text.kind, e.pendingSince or e.createdAt, text.text)
         )
     review_items = []
-    for e in review[:limit]:
+    for e in review:
         try:
-            reason = state.store.get_meta(e.id).reason or ""
+            reason = store.get_meta(e.id).reason or ""
         except StoreError:
             reason = ""
         review_items.append(
@@ -86,8 +88,7 @@ def build_task_block(
     state.scoring_texts = {k: v for k, v in state.scoring_texts.items() if k in keep}
     labels: list[tuple[str, int]] = []
     if pending_items and cfg.event.show_existing and cfg.event.mode != "off":
-        counts = label_counts((e.events, e.event) for e in index)
-        labels = existing_label_list(counts, cfg.event.show_existing_limit)
+        labels = existing_label_list(stats.label_counts(), cfg.event.show_existing_limit)
     return render_task_block(
         TaskBlockInput(
             pending=pending_items,
@@ -100,8 +101,8 @@ def build_task_block(
                 max_tokens=cfg.scoring.task_max_tokens,
                 percent=cfg.scoring.task_budget_percent,
             ),
-            pending_total=len(pending),
-            review_total=len(review),
+            pending_total=len(listed),
+            review_total=len(stats.review),
             channel=is_channel_session(cfg, state.key),
         )
     )
@@ -112,8 +113,8 @@ async def tasks_section_text(app: App, state: SessionState, ctx: RequestContext)
     cfg = app.config.config
     recall = state.recall
     has_recall = recall is not None and len(recall.rearchive_candidates()) > 0
-    if not any(not e.scored or e.rescorePending for e in state.store.index):
-        # Nothing to list: no disk work, no worker thread.
+    if not state.store.index_stats.waiting:
+        # Nothing to list (a counter, no scan): no disk work, no worker thread.
         if ctx.method == USER_TURN_METHOD:
             state.scoring_rounds_unjudged = 0
         return texts.TASKS_EMPTY_WITH_RECALL if has_recall else ""

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from engine import texts
-from engine.scoring.events import label_counts
 from engine.scoring.judge import (
     FolderFacts,
     FolderUnreadable,
@@ -97,7 +96,7 @@ def _plan(state: SessionState, arguments: dict[str, Any], app: App, now_ms: int)
         arguments,
         folder=folder,
         text_of=lambda folder_id: heuristic_text(state, folder_id),
-        label_counts=label_counts((e.events, e.event) for e in store.index),
+        label_counts=store.index_stats.label_counts(),
         cfg=cfg,
         now_ms=now_ms,
     )

@@ -49,8 +49,8 @@ BeforeWrite = Callable[[Transaction], None]
 
 
 def pending_count(store: SessionStore) -> int:
-    """Folders still waiting for a score (``scored:false``)."""
-    return sum(1 for e in store.index if not e.scored)
+    """Folders still waiting for a score (``scored:false``): a counter the store keeps."""
+    return store.index_stats.unscored
 
 
 def archive_token(

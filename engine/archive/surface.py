@@ -20,6 +20,7 @@ from typing import Any, Literal
 import orjson
 
 from engine import texts
+from engine.scoring.budget import to_well_formed
 
 __all__ = [
     "ONE_SHOT_KINDS",
@@ -44,8 +45,6 @@ ONE_SHOT_KINDS = frozenset(
 """One-shot notices: copied into the note appendix when shadowed (§1.8 B)."""
 
 _NOTE_RE = re.compile(texts.ARCHIVE_NOTE_PATTERN)
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-_PAIR = re.compile("([\ud800-\udbff])([\udc00-\udfff])")
 _CONVERSATION_TYPES = {"user/message", "assistant/message", "tool/result"}
 
 
@@ -53,14 +52,10 @@ def well_formed(text: str) -> str:
     """Join surrogate pairs into one code point and turn lone halves into U+FFFD.
 
     The reference's ``toWellFormed`` (v1.4.4): no model-visible or stored text may carry a
-    lone surrogate (it cannot be encoded as UTF-8 JSON, and a host API rejects it).
+    lone surrogate (it cannot be encoded as UTF-8 JSON, and a host API rejects it). One
+    implementation with the task block's (``engine.scoring.budget.to_well_formed``).
     """
-    if _LONE_SURROGATE.search(text) is None:
-        return text
-    joined = _PAIR.sub(
-        lambda m: chr(0x10000 + ((ord(m[1]) - 0xD800) << 10) + (ord(m[2]) - 0xDC00)), text
-    )
-    return _LONE_SURROGATE.sub("\ufffd", joined)
+    return to_well_formed(text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,8 +60,10 @@ def decide(
     rounds_limit: int,
     channel_heuristic: bool,
 ) -> FallbackDecision:
-    """The policy described in the module docstring."""
-    pending = list(pending_oldest_first)
+    """The policy described in the module docstring. ``pending_oldest_first`` is only
+    measured and sliced (a live ordered view of the index is fine: nothing is copied
+    unless it is to be scored)."""
+    pending = pending_oldest_first
     count = len(pending)
 
     def heuristic(ids: Sequence[str], reason: str) -> FallbackDecision:

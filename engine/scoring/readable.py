@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from engine.heuristic import features
+from engine.heuristic import has_cue
 from engine.scoring.budget import to_well_formed
 
 STRUCTURAL_SOURCE_KINDS: Final[frozenset[str]] = frozenset(
@@ -238,6 +238,5 @@ def readable_text(messages: Sequence[Mapping[str, Any]]) -> ReadableText:
     if not lines:
         return ReadableText("", "tool")
     text = to_well_formed("\n".join(lines))
-    feats = features(text)
-    decided = feats.get("decision", 0.0) > 0 or feats.get("agreement", 0.0) > 0
+    decided = has_cue(text, ("decision", "agreement"))
     return ReadableText(text, "decision" if decided else "user")

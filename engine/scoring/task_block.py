@@ -160,6 +160,21 @@ def order_pending(items: Sequence[T], order: str, since: Callable[[T], tuple[int
     return newest
 
 
+def first_in_order(oldest_first: Sequence[T], order: str, limit: int) -> list[T]:
+    """``order_pending(items, order, key)[:limit]`` for items already sorted by ``key``,
+    touching only the ``limit`` items it returns (the pending list can be the whole
+    session; the block shows at most ``LIST_LIMIT``)."""
+    n = len(oldest_first)
+    k = max(0, min(limit, n))
+    if order == "oldest":
+        return list(oldest_first[:k])
+    if order == "mixed":
+        newest = list(oldest_first[n - (k + 1) // 2 :])[::-1]
+        oldest = list(oldest_first[: k // 2])
+        return [newest[t // 2] if t % 2 == 0 else oldest[t // 2] for t in range(k)]
+    return list(oldest_first[n - k :])[::-1]
+
+
 def _one_line(text: str) -> str:
     return " ".join(to_well_formed(text).split())
 
@@ -168,19 +183,20 @@ def _indent(text: str) -> str:
     return "\n".join(texts.TASKS_TEXT_INDENT + line for line in text.split("\n"))
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Rendered:
+    """One item's lines and their costs (each line's estimate + 1 for its line end),
+    measured once: the budget fitting asks for them many times."""
+
     id: str
     head: str
     body: str  # indented text, without the truncation mark
+    head_tokens: int
+    body_tokens: int
 
-    @property
-    def head_tokens(self) -> int:
-        return estimate_tokens(self.head) + 1
 
-    @property
-    def body_tokens(self) -> int:
-        return estimate_tokens(self.body) + 1
+def _rendered(folder_id: str, head: str, body: str) -> _Rendered:
+    return _Rendered(folder_id, head, body, estimate_tokens(head) + 1, estimate_tokens(body) + 1)
 
 
 def _pending_rendered(item: PendingItem, n: int, now_ms: int) -> _Rendered:
@@ -192,7 +208,7 @@ def _pending_rendered(item: PendingItem, n: int, now_ms: int) -> _Rendered:
         title=_one_line(item.title) or texts.TASKS_NONE,
     )
     body = item.text.strip() or texts.TASKS_NO_CONVERSATION
-    return _Rendered(item.id, head + "\n" + texts.TASKS_TEXT_LABEL, _indent(to_well_formed(body)))
+    return _rendered(item.id, head + "\n" + texts.TASKS_TEXT_LABEL, _indent(to_well_formed(body)))
 
 
 def _review_rendered(item: ReviewItem, n: int) -> _Rendered:
@@ -207,7 +223,7 @@ def _review_rendered(item: ReviewItem, n: int) -> _Rendered:
     )
     reason = texts.TASKS_REVIEW_REASON.format(reason=_one_line(item.reason) or texts.TASKS_NONE)
     body = item.text.strip() or texts.TASKS_NO_CONVERSATION
-    return _Rendered(
+    return _rendered(
         item.id, head + "\n" + reason + "\n" + texts.TASKS_TEXT_LABEL, _indent(to_well_formed(body))
     )
 
@@ -221,19 +237,28 @@ class _Fitted:
     tokens: int
 
 
-def _cap_for(items: Sequence[_Rendered], share: int) -> int:
-    """The largest text cap c with Σ head + min(body, c) ≤ share (−1 if even c=0 fails)."""
-    heads = sum(r.head_tokens for r in items)
+def cap_for(heads: int, bodies: Sequence[int], share: int) -> int:
+    """The largest text cap c ≤ max(bodies) with heads + Σ min(body, c) ≤ share (−1 if
+    even c=0 fails; ``bodies`` not empty).
+
+    Water-filling in one pass over the sorted costs: while the cap lies between two body
+    costs, the total grows by one per item not yet under the cap, so the cap solves a
+    division."""
     if heads > share:
         return -1
-    lo, hi = 0, max(r.body_tokens for r in items)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if heads + sum(min(r.body_tokens, mid) for r in items) <= share:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    room = share - heads
+    below = 0
+    ordered = sorted(bodies)
+    for j, body in enumerate(ordered):
+        over = len(ordered) - j  # items whose cost is at least this body's
+        if below + over * body > room:
+            return (room - below) // over
+        below += body
+    return ordered[-1]
+
+
+def _cap_for(items: Sequence[_Rendered], share: int) -> int:
+    return cap_for(sum(r.head_tokens for r in items), [r.body_tokens for r in items], share)
 
 
 def _fit(items: Sequence[_Rendered], share: int, total: int) -> _Fitted:

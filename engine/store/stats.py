@@ -14,7 +14,7 @@ import orjson
 
 from engine.jsonio import append_jsonl
 
-__all__ = ["append_stats", "read_jsonl"]
+__all__ = ["append_stats", "read_jsonl", "read_jsonl_tail"]
 
 
 def append_stats(path: Path, record: Mapping[str, Any]) -> None:
@@ -30,6 +30,23 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
         data = path.read_bytes()
     except FileNotFoundError:
         return
+    yield from _records(data)
+
+
+def read_jsonl_tail(path: Path, offset: int, size: int) -> tuple[list[dict[str, Any]], int]:
+    """The records of bytes ``offset``..``size`` (read as :func:`read_jsonl` reads them),
+    and the offset after their last complete line: where the next read starts, so a
+    reader that follows the file parses each line once, and a line still being written
+    (no line end yet) again once it is whole."""
+    if size <= offset:
+        return [], offset
+    with path.open("rb") as fh:
+        fh.seek(offset)
+        data = fh.read(size - offset)
+    return list(_records(data)), offset + data.rfind(b"\n") + 1
+
+
+def _records(data: bytes) -> Iterator[dict[str, Any]]:
     for line in data.splitlines():
         if not line.strip():
             continue
