@@ -150,3 +150,18 @@ def pre_step_params(
         "context": {"totalTokens": total, "contextWindow": window, "nodes": s.tokens()},
         "surface": s.nodes,
     }
+
+
+def floored_params(s: Surface, sid: str, *, percent: float = 70.0, **kw: Any) -> dict[str, Any]:
+    """Pre-step params whose context sits at ``percent`` of a window of at least 40k
+    tokens (below that the small-window guard skips archiving): the node tokens are
+    scaled so the conversation is the whole context."""
+    p = pre_step_params(s, session=sid, **kw)
+    total = p["context"]["totalTokens"]
+    window = max(40_000, int(total * 100 / percent))
+    p["context"]["contextWindow"] = window
+    p["context"]["totalTokens"] = int(window * percent / 100)
+    k = p["context"]["totalTokens"] / total
+    for n in p["context"]["nodes"]:
+        n["tokens"] = max(1, int(n["tokens"] * k))
+    return p

@@ -13,7 +13,8 @@ import orjson
 import pytest
 
 from engine.archive.surface import parse_surface
-from tests.archive_fixtures import Surface, pre_step_params
+from tests.archive_fixtures import Surface
+from tests.archive_fixtures import floored_params as params
 from tests.e2e.harness import DaemonProcess, LineSocket, request_line, running_daemon
 
 FULL_CAPS = {"tokenMeter": True, "systemPrompt": True, "tools": True, "attachments": True}
@@ -42,19 +43,6 @@ def conversation(turns: int = 30, size: int = 300) -> Surface:
     for i in range(turns):
         s.turn_pair(i, size)
     return s
-
-
-def params(s: Surface, sid: str, *, percent: float = 70.0, **kw: Any) -> dict[str, Any]:
-    p = pre_step_params(s, session=sid, **kw)
-    total = p["context"]["totalTokens"]
-    window = max(40_000, int(total * 100 / percent))
-    p["context"]["contextWindow"] = window
-    p["context"]["totalTokens"] = int(window * percent / 100)
-    # scale node tokens so the conversation is the whole context
-    k = p["context"]["totalTokens"] / total
-    for n in p["context"]["nodes"]:
-        n["tokens"] = max(1, int(n["tokens"] * k))
-    return p
 
 
 def result(r: dict[str, Any]) -> dict[str, Any]:

@@ -10,6 +10,7 @@ recalls apiece) took it from 69 to 130 MiB and, once disposed, back to 70 MiB.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -22,7 +23,7 @@ import orjson
 import pytest
 
 from engine.store import open_session
-from tests.archive_fixtures import Surface, pre_step_params
+from tests.archive_fixtures import Surface, floored_params
 from tests.e2e.harness import DaemonProcess, LineSocket, request_line, running_daemon
 from tests.engine.recall_fixtures import BASE_MS, write_folders
 
@@ -94,6 +95,10 @@ def user(mid: str, text: str, kind: str = "user") -> dict[str, Any]:
     }
 
 
+# pre-step params at 90% of the window: it archives
+pressured = functools.partial(floored_params, percent=90.0)
+
+
 def conversation(tag: str, turns: int) -> Surface:
     s = Surface()
     s.system()
@@ -103,19 +108,6 @@ def conversation(tag: str, turns: int) -> Surface:
         s.tool(f"call-{i}", f"file {i}: 服务{i % 5} 端口 {8000 + i} " + "x" * 300)
         s.assistant(f"第{i}个回答：项目{i % 7}配置没问题，灰度{i % 10}0%。" + "好的" * 150)
     return s
-
-
-def pressured(s: Surface, sid: str, percent: float = 90.0) -> dict[str, Any]:
-    """Pre-step params whose context sits at `percent` of the window (it archives)."""
-    p = pre_step_params(s, session=sid)
-    total = p["context"]["totalTokens"]
-    window = max(40_000, int(total * 100 / percent))
-    p["context"]["contextWindow"] = window
-    p["context"]["totalTokens"] = int(window * percent / 100)
-    k = p["context"]["totalTokens"] / total
-    for n in p["context"]["nodes"]:
-        n["tokens"] = max(1, int(n["tokens"] * k))
-    return p
 
 
 def notify(c: LineSocket, method: str, params: Any) -> None:

@@ -3,6 +3,7 @@ a clock the test sets. End to end (sockets, RSS): tests/e2e/test_session_memory.
 
 from __future__ import annotations
 
+import functools
 import gc
 import weakref
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from handlers.params import SessionParams
 from handlers.registry import Method
 from handlers.registry import lookup as real_lookup
 from rofmd import dispatcher as dispatcher_mod
-from tests.archive_fixtures import Surface, pre_step_params
+from tests.archive_fixtures import Surface, floored_params, pre_step_params
 from tests.rofmd.eviction_harness import core
 
 pytestmark = pytest.mark.anyio
@@ -33,6 +34,10 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+# pre-step params at 90% of the window: it archives
+pressured = functools.partial(floored_params, percent=90.0)
+
+
 def conversation(tag: str, turns: int, first_seq: int = 0) -> Surface:
     s = Surface(seq=first_seq, time=T0 + first_seq * 1000)
     s.system()
@@ -42,19 +47,6 @@ def conversation(tag: str, turns: int, first_seq: int = 0) -> Surface:
         s.tool(f"call-{tag}-{i}", f"file {i}: 服务{i % 3} 端口 {8000 + i} " + "x" * 300)
         s.assistant(f"第{i}个回答：项目{i % 5}的配置没问题，灰度{i % 10}0%。" + "好的" * 120)
     return s
-
-
-def pressured(s: Surface, sid: str, percent: float = 90.0) -> dict[str, Any]:
-    """Pre-step params whose context sits at `percent` of the window (it archives)."""
-    p = pre_step_params(s, session=sid)
-    total = p["context"]["totalTokens"]
-    window = max(40_000, int(total * 100 / percent))
-    p["context"]["contextWindow"] = window
-    p["context"]["totalTokens"] = int(window * percent / 100)
-    k = p["context"]["totalTokens"] / total
-    for n in p["context"]["nodes"]:
-        n["tokens"] = max(1, int(n["tokens"] * k))
-    return p
 
 
 def user_message(mid: str, text: str, kind: str = "user") -> dict[str, Any]:
