@@ -13,8 +13,7 @@ import orjson
 import pytest
 
 from engine.archive.surface import parse_surface
-from tests.archive_fixtures import Surface
-from tests.archive_fixtures import floored_params as params
+from tests.archive_fixtures import Surface, floored_params
 from tests.e2e.harness import DaemonProcess, LineSocket, request_line, running_daemon
 
 FULL_CAPS = {"tokenMeter": True, "systemPrompt": True, "tools": True, "attachments": True}
@@ -43,6 +42,9 @@ def conversation(turns: int = 30, size: int = 300) -> Surface:
     for i in range(turns):
         s.turn_pair(i, size)
     return s
+
+
+params = floored_params  # the pre-step params of these tests (other test modules import it)
 
 
 def result(r: dict[str, Any]) -> dict[str, Any]:
