@@ -17,7 +17,7 @@ import anyio
 import orjson
 from anyio.abc import ByteStream, TaskGroup
 
-from rofmd.jsonrpc import encode
+from rofmd.jsonrpc import CANCEL_METHOD, encode
 
 
 class RpcError(Exception):
@@ -135,7 +135,7 @@ class RofmdClient:
 
     async def cancel(self, request_id: Any) -> None:
         """Ask the daemon to abandon request `request_id` (`$/cancelRequest`)."""
-        await self.notify("$/cancelRequest", {"id": request_id})
+        await self.notify(CANCEL_METHOD, {"id": request_id})
 
     async def batch(
         self, calls: Sequence[tuple[str, Any]], *, timeout: float | None = None

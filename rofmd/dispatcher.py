@@ -40,12 +40,10 @@ from handlers.params import parse_params
 from handlers.registry import lookup
 from handlers.session_access import opens_lazily
 from handlers.sessions import session_access
-from rofmd.jsonrpc import Call, error_response, result_response
+from rofmd.jsonrpc import CANCEL_METHOD, Call, error_response, result_response
 
 Reply = Callable[[dict[str, Any]], Coroutine[Any, Any, None]]
 log = structlog.get_logger("rofmd.dispatch")
-
-CANCEL_METHOD = "$/cancelRequest"
 
 
 @dataclass(eq=False)
