@@ -26,6 +26,7 @@ Deterministic and locale-independent; the result keeps text order and duplicates
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Iterable
 from typing import Final
@@ -35,7 +36,7 @@ import Stemmer  # type: ignore[import-not-found]
 from engine.stopwords import CJK_SPLIT_CHARS, EN_STOPWORDS
 from engine.tokenizer import CJK_CLASS, normalize_text
 
-__all__ = ["EN_FILLER", "search_terms", "stem_word"]
+__all__ = ["EN_FILLER", "search_terms", "search_terms_by_line", "stem_word"]
 
 EN_FILLER: Final[frozenset[str]] = frozenset(
     [
@@ -152,16 +153,17 @@ def stem_word(word: str) -> str:
 def _cjk_terms(run: str, out: list[str]) -> None:
     """Every character bigram of a CJK run, then its characters (particles excepted)."""
     if len(run) > 1:
-        out.extend(run[i : i + 2] for i in range(len(run) - 1))
-    out.extend(c for c in run if c not in CJK_SPLIT_CHARS)
+        out.extend([a + b for a, b in itertools.pairwise(run)])
+    out.extend([c for c in run if c not in CJK_SPLIT_CHARS])
 
 
 @functools.lru_cache(maxsize=64)
-def _extra_tables(extra: tuple[str, ...]) -> tuple[frozenset[str], re.Pattern[str] | None]:
-    """Case-folded Latin extra stopwords, and a pattern cutting CJK runs at the CJK ones."""
-    words = frozenset(e.casefold() for e in extra if e)
+def _extra_tables(extra: tuple[object, ...]) -> tuple[frozenset[str], re.Pattern[str] | None]:
+    """The Latin words to drop (stopwords, filler and the case-folded extra stopwords),
+    and a pattern cutting CJK runs at the CJK extra stopwords."""
+    words = frozenset(e.casefold() for e in extra if isinstance(e, str) and e)
     cjk = sorted((w for w in words if _CJK_RUN.fullmatch(w)), key=lambda w: (-len(w), w))
-    return words, re.compile("|".join(map(re.escape, cjk))) if cjk else None
+    return _EN_DROP | words, re.compile("|".join(map(re.escape, cjk))) if cjk else None
 
 
 def search_terms(text: str, extra_stopwords: Iterable[str] = ()) -> list[str]:
@@ -171,19 +173,53 @@ def search_terms(text: str, extra_stopwords: Iterable[str] = ()) -> list[str]:
     by its case-folded form; a CJK one cuts the run it occurs in, as in the keyword
     tokenizer ("星港项目" without "星港" leaves "项目").
     """
-    norm = normalize_text(text).casefold()
-    extra, cut = _extra_tables(tuple(e for e in extra_stopwords if isinstance(e, str)))
+    # printable ASCII is its own NFKC form, without anything normalize_text blanks
+    if text.isascii() and text.isprintable():
+        norm = text.lower()
+    else:
+        norm = normalize_text(text).casefold()
+    return _terms(norm, *_tables(extra_stopwords))
+
+
+def search_terms_by_line(text: str, extra_stopwords: Iterable[str] = ()) -> list[list[str]]:
+    """The search terms of each line of ``text`` (split at ``\n``), as
+    :func:`search_terms` gives them: a folder's passages.
+
+    The text is normalised once, its line breaks held by a paragraph separator: NFKC
+    neither changes nor composes across one, and the other steps work character by
+    character (a text holding one is normalised line by line).
+    """
+    tables = _tables(extra_stopwords)
+    if _LINE_MARK in text:
+        return [_terms(normalize_text(line).casefold(), *tables) for line in text.split("\n")]
+    norm = normalize_text(text.replace("\n", _LINE_MARK)).casefold()
+    return [_terms(line, *tables) for line in norm.split(_LINE_MARK)]
+
+
+_LINE_MARK = "\u2029"
+
+
+def _tables(extra_stopwords: Iterable[str]) -> tuple[frozenset[str], re.Pattern[str] | None]:
+    extra = extra_stopwords if type(extra_stopwords) is tuple else tuple(extra_stopwords)
+    try:
+        return _extra_tables(extra)
+    except TypeError:  # something unhashable among them: not a stopword anyway
+        return _extra_tables(tuple(e for e in extra if isinstance(e, str)))
+
+
+def _terms(norm: str, drop: frozenset[str], cut: re.Pattern[str] | None) -> list[str]:
+    """The search terms of normalised, case-folded text."""
     out: list[str] = []
     for m in _SCAN.finditer(norm):
-        lat = m.group("lat")
+        cjk, lat = m.groups()
         if lat is not None:
-            if len(lat) < 2 or lat in _EN_DROP or lat in extra:
+            if len(lat) < 2 or lat in drop:
                 continue
             out.append(lat if lat[0].isdigit() else stem_word(lat))
         elif cut is None:
-            _cjk_terms(m.group("cjk"), out)
+            _cjk_terms(cjk, out)
         else:
-            for piece in cut.split(m.group("cjk")):
+            for piece in cut.split(cjk):
                 if piece:
                     _cjk_terms(piece, out)
     return out

@@ -7,29 +7,44 @@ recall reranks its best folders by their best *passage* (one line of the folder'
 text, i.e. one message or one paragraph of it), scored with BM25 over all passages of
 the session (`engine.relevance.index.RelevanceIndex.rank` mixes the two).
 
-Storage is flat (CSR): every live folder owns a contiguous run of entries
-(term id, tf, passage number, tf part), so the passages of the few folders being
-reranked are a handful of slices. The tf part uses the average passage length
-quantised like the folder index does, so it is computed once per entry and a query
-only multiplies by idf; a passage's score sums its entries in stored order, so it
-does not depend on where the folder sits in the arrays or on the index's history.
+Storage is flat: every live folder owns a contiguous run of entries, one per term of
+each passage (term id and tf, a byte, the rare larger tf kept beside it; the terms of
+a passage in the order they first occur in it), and every passage its first entry
+and its length normalisation at the average passage length, quantised like the
+folder index does; 5 bytes an entry. The
+folder index reads a folder's text terms back from here instead of keeping its own
+copy. A query gathers the runs of the few folders being reranked and computes the
+tf parts of their matching entries then; a passage's score sums its entries in stored
+order, so it does not depend on where the folder sits in the arrays or on the
+index's history.
 """
 
 from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["PassageStore", "quantise_length"]
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "PassageStore",
+    "length_norms",
+    "quantise_length",
+    "tf_part",
+    "tf_parts",
+]
 
 BM25_K1 = 1.2
 BM25_B = 0.75
 _STEPS_PER_DOUBLING = 8
 _COMPACT_DEAD_SHARE = 1 / 3
+_TF_ESCAPE = 255  # a tf byte of 255: the tf is in `_big_tf`
 
 
 def quantise_length(avg: float) -> float:
@@ -40,21 +55,37 @@ def quantise_length(avg: float) -> float:
 
 
 def tf_part(tf: int, length: int, avg_q: float) -> float:
-    """BM25's `tf (k1 + 1) / (tf + k1 (1 − b + b · len / avg))`, the same float as the
-    vectorised form in :func:`tf_parts` (the same operations in the same order)."""
+    """BM25's `tf (k1 + 1) / (tf + k1 (1 − b + b · len / avg))`, the same float as
+    :func:`tf_parts` of :func:`length_norms` (the same operations in the same order)."""
     if not avg_q:
         return tf * (BM25_K1 + 1.0) / (tf + BM25_K1)
     return tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * length / avg_q))
 
 
-def tf_parts(
-    tf: npt.NDArray[np.int32], lengths: npt.NDArray[np.int64], avg_q: float
-) -> array[float]:
-    """:func:`tf_part` of many entries at once, as float32 (`array('f')`)."""
+def length_norms(lengths: npt.NDArray[Any], avg_q: float) -> npt.NDArray[np.float64]:
+    """`k1 (1 − b + b · len / avg)` of many lengths: the denominator's length part."""
+    out: npt.NDArray[np.float64] = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / avg_q)
+    return out
+
+
+def tf_parts(tf: npt.NDArray[Any], norms: npt.NDArray[np.float64]) -> npt.NDArray[np.float32]:
+    """:func:`tf_part` of many entries, `norms` their :func:`length_norms`, rounded to
+    float32, the precision tf parts are kept at."""
     t = tf.astype(np.float64)
-    k1, b = BM25_K1, BM25_B
-    part = t * (k1 + 1.0) / (t + k1 * (1.0 - b + b * lengths / avg_q))
-    return array("f", part.astype(np.float32).tobytes())
+    part: npt.NDArray[np.float64] = t * (BM25_K1 + 1.0) / (t + norms)
+    return part.astype(np.float32)
+
+
+def _view(buf: array[Any], dtype: type[np.generic]) -> npt.NDArray[Any]:
+    return np.frombuffer(buf, dtype=dtype)
+
+
+def _starts(values: npt.NDArray[Any]) -> npt.NDArray[np.intp]:
+    """Where each run of equal neighbours starts."""
+    lead = np.empty(values.size, dtype=bool)
+    lead[:1] = True
+    np.not_equal(values[1:], values[:-1], out=lead[1:])
+    return lead.nonzero()[0]
 
 
 class PassageStore:
@@ -62,19 +93,28 @@ class PassageStore:
 
     def __init__(self) -> None:
         self._slot: dict[str, int] = {}
-        self._start = array("q")
-        self._end = array("q")
+        # per slot: its run of entries and its passages
+        self._e_start = array("q")
+        self._e_end = array("q")
+        self._first = array("q")
+        self._stop = array("q")
+        # entries
         self._tid = array("i")
-        self._tf = array("i")
-        self._pid = array("i")
-        self._norm = array("f")
-        self._plen = array("q")  # per passage number
+        self._tf = array("B")
+        self._big_tf: dict[int, int] = {}  # entry -> its tf, when >= 255
+        # passages: first entry (ascending), length, length normalisation at `_avg_q`
+        self._pstart = array("q")
+        self._plen = array("i")
+        self._pnorm = array("d")
+        self._normed = 0  # passages whose normalisation is at `_avg_q`
         self._df = array("q")  # per term id: live passages holding it
         self._passages = 0
         self._total = 0
-        self._dead_entries = 0
+        self._dead = 0  # entries of removed folders
         self._avg_q = 0.0
         self._lut: npt.NDArray[np.int32] = np.full(0, -1, dtype=np.int32)
+        self._views: tuple[npt.NDArray[Any], ...] | None = None
+        self._idfs: dict[int, float] = {}
 
     def __contains__(self, folder_id: object) -> bool:
         return folder_id in self._slot
@@ -84,85 +124,158 @@ class PassageStore:
         """Live passages."""
         return self._passages
 
-    def add(self, folder_id: str, passages: Sequence[dict[int, int]]) -> None:
-        """Store a folder's passages (term id -> tf each, in text order)."""
+    def add(self, folder_id: str, passages: Iterable[Sequence[int]]) -> None:
+        """Store a folder's passages (the term ids of each, in text order; empty ones
+        are skipped)."""
         if folder_id in self._slot:
             self.remove(folder_id)
-        df = self._df
-        self._slot[folder_id] = len(self._start)
-        self._start.append(len(self._tid))
-        for counts in passages:
-            if not counts:
+        self._views, self._idfs = None, {}
+        tids, tfs, pstart, plen = self._tid, self._tf, self._pstart, self._plen
+        self._slot[folder_id] = len(self._e_start)
+        self._e_start.append(len(tids))
+        self._first.append(len(plen))
+        held: Counter[int] = Counter()
+        for terms in passages:
+            if not terms:
                 continue
-            p = len(self._plen)
-            length = sum(counts.values())
-            self._plen.append(length)
-            self._passages += 1
-            self._total += length
-            for tid, tf in counts.items():
-                while tid >= len(df):
-                    df.append(0)
-                df[tid] += 1
-                self._tid.append(tid)
-                self._tf.append(tf)
-                self._pid.append(p)
-                self._norm.append(tf_part(tf, length, self._avg_q))
-        self._end.append(len(self._tid))
+            pstart.append(len(tids))
+            plen.append(len(terms))
+            counts = Counter(terms)  # in the order terms first occur
+            at = len(tids)
+            tids.extend(counts)
+            if len(counts) == len(terms):
+                tfs.extend(b"\x01" * len(terms))
+            elif max(counts.values()) < _TF_ESCAPE:
+                tfs.extend(counts.values())
+            else:
+                for i, tf in enumerate(counts.values()):
+                    if tf >= _TF_ESCAPE:
+                        self._big_tf[at + i] = tf
+                tfs.extend([min(tf, _TF_ESCAPE) for tf in counts.values()])
+            held.update(counts.keys())
+            self._total += len(terms)
+        self._pnorm.frombytes(bytes(8 * (len(plen) - len(self._pnorm))))
+        self._passages += len(plen) - self._first[-1]
+        self._e_end.append(len(tids))
+        self._stop.append(len(plen))
+        self._count(held, 1)
+
+    def _count(self, held: Counter[int], sign: int) -> None:
+        df = self._df
+        if held:
+            top = max(held)
+            if top >= len(df):
+                df.frombytes(bytes(8 * (top + 1 - len(df))))
+        for tid, n in held.items():
+            df[tid] += sign * n
+
+    def _tf_at(self, a: int, b: int) -> list[int]:
+        tfs = self._tf[a:b].tolist()
+        if self._big_tf:
+            for i, tf in enumerate(tfs):
+                if tf == _TF_ESCAPE:
+                    tfs[i] = self._big_tf[a + i]
+        return tfs
+
+    def text_counts(self, folder_id: str) -> dict[int, int]:
+        """Term id -> occurrences over a folder's passages (its text's term counts)."""
+        slot = self._slot.get(folder_id)
+        if slot is None:
+            return {}
+        a, b = self._e_start[slot], self._e_end[slot]
+        out: dict[int, int] = {}
+        for tid, tf in zip(self._tid[a:b], self._tf_at(a, b), strict=True):
+            out[tid] = out.get(tid, 0) + tf
+        return out
+
+    def terms(self, folder_id: str) -> set[int]:
+        """The term ids of a folder's passages."""
+        slot = self._slot.get(folder_id)
+        if slot is None:
+            return set()
+        return set(self._tid[self._e_start[slot] : self._e_end[slot]])
 
     def remove(self, folder_id: str) -> None:
         """Forget a folder's passages (their entries go dead until compaction)."""
         slot = self._slot.pop(folder_id, None)
         if slot is None:
             return
-        a, b = self._start[slot], self._end[slot]
-        seen: set[int] = set()
-        df, pid, tid, plen = self._df, self._pid, self._tid, self._plen
-        for i in range(a, b):
-            df[tid[i]] -= 1
-            p = pid[i]
-            if p not in seen:
-                seen.add(p)
-                self._passages -= 1
-                self._total -= plen[p]
-        self._dead_entries += b - a
-        self._start[slot] = self._end[slot] = a
+        self._idfs = {}
+        a, b = self._e_start[slot], self._e_end[slot]
+        # a term occurs once per passage, so once per passage holding it
+        self._count(Counter(self._tid[a:b]), -1)
+        for p in range(self._first[slot], self._stop[slot]):
+            self._total -= self._plen[p]
+        self._passages -= self._stop[slot] - self._first[slot]
+        if self._big_tf:
+            for i in [i for i in self._big_tf if a <= i < b]:
+                del self._big_tf[i]
+        self._dead += b - a
+        self._e_end[slot] = a
+        self._stop[slot] = self._first[slot]
 
     def settle(self) -> None:
         """After a batch of changes: compact when a third of the entries are dead, and
-        recompute the tf parts when the quantised average passage length moved."""
-        if self._dead_entries > _COMPACT_DEAD_SHARE * max(1, len(self._tid)):
+        requantise the average passage length (the length normalisations with it)."""
+        self._views, self._idfs = None, {}
+        if self._dead > _COMPACT_DEAD_SHARE * max(1, len(self._tid)):
             self._compact()
         avg_q = quantise_length(self._total / self._passages) if self._passages else 0.0
         if avg_q != self._avg_q:
-            self._avg_q = avg_q
-            if avg_q and len(self._tid):
-                tf = np.frombuffer(self._tf, dtype=np.int32)
-                lens = np.frombuffer(self._plen, dtype=np.int64)[np.frombuffer(self._pid, np.int32)]
-                self._norm = tf_parts(tf, lens, avg_q)
+            self._avg_q, self._normed = avg_q, 0
+        if avg_q and self._normed < len(self._plen):
+            norms = length_norms(_view(self._plen, np.int32)[self._normed :], avg_q)
+            _view(self._pnorm, np.float64)[self._normed :] = norms
+            self._normed = len(self._plen)
 
     def _compact(self) -> None:
-        old_start, old_end = self._start, self._end
-        tid, tf, pid, norm, plen = self._tid, self._tf, self._pid, self._norm, self._plen
-        self._start, self._end = array("q"), array("q")
-        self._tid, self._tf, self._pid, self._norm = array("i"), array("i"), array("i"), array("f")
-        self._plen = array("q")
-        remap: dict[int, int] = {}
-        for fid, slot in sorted(self._slot.items(), key=lambda kv: kv[1]):
-            a, b = old_start[slot], old_end[slot]
-            self._slot[fid] = len(self._start)
-            self._start.append(len(self._tid))
-            for i in range(a, b):
-                p = pid[i]
-                new = remap.get(p)
-                if new is None:
-                    new = remap[p] = len(self._plen)
-                    self._plen.append(plen[p])
-                self._tid.append(tid[i])
-                self._tf.append(tf[i])
-                self._pid.append(new)
-                self._norm.append(norm[i])
-            self._end.append(len(self._tid))
-        self._dead_entries = 0
+        """Drop the dead entries: the live folders' runs, in slot order, back to back."""
+        tid, tf = _view(self._tid, np.int32), _view(self._tf, np.uint8)
+        pstart, plen = _view(self._pstart, np.int64), _view(self._plen, np.int32)
+        pnorm = _view(self._pnorm, np.float64)
+        keep_e: list[npt.NDArray[Any]] = []
+        keep_p: list[npt.NDArray[Any]] = []
+        shift: list[npt.NDArray[Any]] = []
+        e_start, e_end, first, stop = array("q"), array("q"), array("q"), array("q")
+        big: dict[int, int] = {}
+        at = passages = 0
+        for new, (fid, slot) in enumerate(sorted(self._slot.items(), key=lambda kv: kv[1])):
+            a, b = self._e_start[slot], self._e_end[slot]
+            p, q = self._first[slot], self._stop[slot]
+            keep_e.append(np.arange(a, b))
+            keep_p.append(np.arange(p, q))
+            shift.append(np.full(q - p, a - at, dtype=np.int64))
+            for i, tf_big in self._big_tf.items():
+                if a <= i < b:
+                    big[i - a + at] = tf_big
+            e_start.append(at)
+            first.append(passages)
+            at += b - a
+            passages += q - p
+            e_end.append(at)
+            stop.append(passages)
+            self._slot[fid] = new
+        e = np.concatenate([np.zeros(0, np.int64), *keep_e])
+        p_ = np.concatenate([np.zeros(0, np.int64), *keep_p])
+        moved = np.concatenate([np.zeros(0, np.int64), *shift])
+        self._tid = array("i", tid[e].tobytes())
+        self._tf = array("B", tf[e].tobytes())
+        self._pstart = array("q", (pstart[p_] - moved).tobytes())
+        self._plen = array("i", plen[p_].tobytes())
+        self._pnorm = array("d", pnorm[p_].tobytes())
+        self._normed = int((p_ < self._normed).sum())
+        self._e_start, self._e_end, self._first, self._stop = e_start, e_end, first, stop
+        self._big_tf = big
+        self._dead = 0
+
+    def _idf(self, tid: int) -> float:
+        """A term's idf over the live passages (kept until the store changes)."""
+        idf = self._idfs.get(tid)
+        if idf is None:
+            d = self._df[tid] if tid < len(self._df) else 0
+            n = self._passages
+            idf = self._idfs[tid] = math.log(1.0 + (n - d + 0.5) / (d + 0.5))
+        return idf
 
     def _lookup(self, size: int) -> npt.NDArray[np.int32]:
         """The term-id lookup table (all -1), at least `size` long and as long as the
@@ -172,55 +285,107 @@ class PassageStore:
             self._lut = np.full(max(need, 2 * self._lut.size), -1, dtype=np.int32)
         return self._lut
 
+    def _arrays(self) -> tuple[npt.NDArray[Any], ...]:
+        """The entry and passage arrays as NumPy views (kept until the store changes:
+        an array exporting its buffer cannot grow)."""
+        if self._views is None:
+            self._views = (
+                _view(self._tid, np.int32),
+                _view(self._tf, np.uint8),
+                _view(self._pstart, np.int64),
+                _view(self._pnorm, np.float64),
+            )
+        return self._views
+
     def best(self, folder_ids: Sequence[str], tids: Sequence[int]) -> npt.NDArray[np.float64]:
         """The best passage score of each folder for the query term ids `tids`
-        (0 for a folder without passages or matches)."""
+        (0 for a folder without passages or matches). One query at a time (a lookup
+        table is shared), like everything of a session."""
         out = np.zeros(len(folder_ids), dtype=np.float64)
-        if not tids or not self._passages:
+        if not tids or not self._passages or not folder_ids:
             return out
-        slot_of = self._slot
-        slots = np.asarray([slot_of.get(fid, -1) for fid in folder_ids], dtype=np.int64)
-        present = slots >= 0
-        if not present.any():
-            return out
-        slots = slots[present]
-        starts = np.frombuffer(self._start, dtype=np.int64)[slots]
-        lengths = np.frombuffer(self._end, dtype=np.int64)[slots] - starts
-        total = int(lengths.sum())
+        slot_of, e_start, e_end = self._slot, self._e_start, self._e_end
+        first, stop = self._first, self._stop
+        owners: list[int] = []
+        shifts: list[int] = []  # run start - where the run lands in `idx`
+        lengths: list[int] = []
+        firsts: list[int] = []  # first passage - where its passages land in the pool's
+        counts: list[int] = []
+        total = passages = 0
+        for i, fid in enumerate(folder_ids):
+            slot = slot_of.get(fid)
+            if slot is None or e_end[slot] == e_start[slot]:
+                continue
+            owners.append(i)
+            shifts.append(e_start[slot] - total)
+            lengths.append(e_end[slot] - e_start[slot])
+            total += lengths[-1]
+            firsts.append(first[slot] - passages)
+            counts.append(stop[slot] - first[slot])
+            passages += counts[-1]
         if not total:
             return out
-        # the entry numbers of every run, back to back: run start + position in the run
-        run_base = np.cumsum(lengths) - lengths
-        idx = np.repeat(starts - run_base, lengths) + np.arange(total, dtype=np.int64)
-        owner = np.repeat(np.flatnonzero(present), lengths)
+        tid_v, tf_v, pstart_v, pnorm_v = self._arrays()
+        # the entry numbers of every run, back to back
+        idx = np.array(shifts).repeat(lengths)
+        idx += np.arange(total)
         # query term id -> its position in `q`, through a lookup table kept at -1
         q = sorted(set(tids))
-        lut = self._lookup(max(q) + 1)
+        lut = self._lookup(q[-1] + 1)
         lut[q] = np.arange(len(q), dtype=np.int32)
         try:
-            pos = lut[np.frombuffer(self._tid, dtype=np.int32)[idx]]
+            pos = lut[tid_v[idx]]
         finally:
             lut[q] = -1
-        hit = np.flatnonzero(pos >= 0)
+        hit = (pos >= 0).nonzero()[0]
         if not hit.size:
             return out
-        df_of, n = self._df, self._passages
-        idf = np.asarray(
-            [
-                math.log(1.0 + (n - d + 0.5) / (d + 0.5))
-                for d in (df_of[t] if t < len(df_of) else 0 for t in q)
-            ],
-            dtype=np.float64,
-        )
-        sel = idx[hit]
-        w = np.frombuffer(self._norm, dtype=np.float32)[sel] * idf[pos[hit]]
-        # A passage's entries are contiguous and the runs are walked in order, so the
-        # matched entries come grouped by passage, and the passages grouped by folder:
-        # sums per passage, then maxima per folder, by `reduceat` over the group starts.
-        pids = np.frombuffer(self._pid, dtype=np.int32)[sel]
-        first = np.flatnonzero(np.concatenate(([True], pids[1:] != pids[:-1])))
-        sums = np.add.reduceat(w, first)
-        folder = owner[hit][first]
-        lead = np.flatnonzero(np.concatenate(([True], folder[1:] != folder[:-1])))
-        out[folder[lead]] = np.maximum.reduceat(sums, lead)
+        tf = tf_v[idx[hit]]
+        if self._big_tf:
+            at = idx[hit].tolist()
+            tf = np.array([self._big_tf.get(i, t) for i, t in zip(at, tf.tolist(), strict=True)])
+        # the pool's passages, and where in `idx` each starts: a hit's passage is the
+        # last one starting at or before it (a small table, not the whole store's)
+        pidx = np.array(firsts).repeat(counts)
+        pidx += np.arange(passages)
+        starts = pstart_v[pidx] - np.array(shifts).repeat(counts)
+        passage = starts.searchsorted(hit, side="right") - 1
+        idf = np.array([self._idf(t) for t in q])
+        w = tf_parts(tf, pnorm_v[pidx[passage]]) * idf[pos[hit]]
+        # the matched entries come grouped by passage, the passages by folder (runs in
+        # pool order): a sum per passage, then a maximum per folder
+        group = _starts(passage)
+        folder = np.array(owners).repeat(counts)[passage[group]]
+        np.maximum.at(out, folder, np.add.reduceat(w, group))
+        return out
+        tid_v, tf_v, pstart_v, pnorm_v = self._arrays()
+        runs = np.array(lengths)
+        # the entry numbers of every run, back to back
+        idx = np.array(shifts).repeat(runs)
+        idx += np.arange(total)
+        # query term id -> its position in `q`, through a lookup table kept at -1
+        q = sorted(set(tids))
+        lut = self._lookup(q[-1] + 1)
+        lut[q] = np.arange(len(q), dtype=np.int32)
+        try:
+            pos = lut[tid_v[idx]]
+        finally:
+            lut[q] = -1
+        hit = (pos >= 0).nonzero()[0]
+        if not hit.size:
+            return out
+        at = idx[hit]
+        tf = tf_v[at]
+        if self._big_tf:
+            tf = np.array(
+                [self._big_tf.get(i, t) for i, t in zip(at.tolist(), tf.tolist(), strict=True)]
+            )
+        passage = pstart_v.searchsorted(at, side="right") - 1
+        idf = np.array([self._idf(t) for t in q])
+        w = tf_parts(tf, pnorm_v[passage]) * idf[pos[hit]]
+        # the matched entries come grouped by passage, the passages by folder (runs in
+        # pool order): a sum per passage, then a maximum per folder
+        group = _starts(passage)
+        folder = np.array(owners).repeat(runs)[hit[group]]
+        np.maximum.at(out, folder, np.add.reduceat(w, group))
         return out
