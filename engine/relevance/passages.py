@@ -358,34 +358,3 @@ class PassageStore:
         folder = np.array(owners).repeat(counts)[passage[group]]
         np.maximum.at(out, folder, np.add.reduceat(w, group))
         return out
-        tid_v, tf_v, pstart_v, pnorm_v = self._arrays()
-        runs = np.array(lengths)
-        # the entry numbers of every run, back to back
-        idx = np.array(shifts).repeat(runs)
-        idx += np.arange(total)
-        # query term id -> its position in `q`, through a lookup table kept at -1
-        q = sorted(set(tids))
-        lut = self._lookup(q[-1] + 1)
-        lut[q] = np.arange(len(q), dtype=np.int32)
-        try:
-            pos = lut[tid_v[idx]]
-        finally:
-            lut[q] = -1
-        hit = (pos >= 0).nonzero()[0]
-        if not hit.size:
-            return out
-        at = idx[hit]
-        tf = tf_v[at]
-        if self._big_tf:
-            tf = np.array(
-                [self._big_tf.get(i, t) for i, t in zip(at.tolist(), tf.tolist(), strict=True)]
-            )
-        passage = pstart_v.searchsorted(at, side="right") - 1
-        idf = np.array([self._idf(t) for t in q])
-        w = tf_parts(tf, pnorm_v[passage]) * idf[pos[hit]]
-        # the matched entries come grouped by passage, the passages by folder (runs in
-        # pool order): a sum per passage, then a maximum per folder
-        group = _starts(passage)
-        folder = np.array(owners).repeat(runs)[hit[group]]
-        np.maximum.at(out, folder, np.add.reduceat(w, group))
-        return out
