@@ -461,3 +461,170 @@ each body here is its wording, with full-width punctuation."""
 RULES_TIME_RULE_NAME = "时间引用"
 """Left out with recall.computeDates=false (§1.14: "时间口径规则也不注入")."""
 RULES_ITEM = "{n}. {name}：{body}"
+
+
+# ---- memory_recall (reference §1.3 "工具 memory_recall", §1.14.2-§1.14.3, §1.16) ----
+
+RECALL_TOOL_DESCRIPTION = (
+    "按关键词检索 dsh-rofm 的归档记忆。自动回忆只在“用户消息里的关键词”命中时发生；当模型自己发现缺少更早归档的细节时，"
+    "可以调用 memory_recall。返回命中的记忆（α/β/关键词/原文；带图片时给出图片文件路径，不重新上传附件）；"
+    "翻更多结果用 offset 分页。回忆结果已满（自动回忆块满额，或 memory_recall 返回条数=limit、提示还有更多）但其中"
+    "没有目标记忆时，必须把 limit（最多 20）调大再检索一次，不要停在第一页。"
+)
+"""The reference gives the tool's behaviour, not one quoted description: its sentences in
+§1.3 ("自动回忆只在…", "返回:…", "翻更多结果用 offset 分页") and the full-page rule §1.14.3
+says the description carries (rule 7's words); only the first sentence is ours."""
+
+# Parameters: the 说明 column of the reference's table (its type column where it says
+# more than the JSON type), without the version notes and "见 §…" references.
+RECALL_PARAM_KEYWORDS = (
+    "专有名词/技术名/项目名/参数名，空格或逗号分隔；省略 + 带时间参数 = 纯时间浏览（browse）"
+)
+RECALL_PARAM_LIMIT = "1..20（默认 3）；复杂/大型问题（多子问题、长文本）可以一次取到 20"
+RECALL_PARAM_OFFSET = "≥0（默认 0，上限 10000）；分页偏移；上一页提示“还有更多”时用它继续翻"
+RECALL_PARAM_TIME = (
+    "'2026-10-31'（日）/ '2026-10'（月）/ '2026'（年）/ epoch 毫秒；时间范围；"
+    "最小连续 3 天（跨度不足自动扩到 3 天）"
+)
+RECALL_PARAM_GRANULARITY = "'day' / 'month' / 'year'；时间粒度；省略时按书写格式推断"
+RECALL_PARAM_EVENT = (
+    "事件约束，一个简短事件名（如「日本旅行」「登录重构项目」「方案评审」）；"
+    "给「空」或省略 = 本次不约束事件。与时间参数同时给 = AND"
+)
+RECALL_PARAM_EVENTS = "多事件过滤（可多个，任一事件命中即可）；与 event 字符串并存时两者合并"
+RECALL_PARAM_LOCATIONS = "地点过滤（如「北京」「家」；同类内为「或」，与其他条件同时生效）"
+RECALL_PARAM_PERSONS = "人物过滤（同类内为「或」）"
+RECALL_PARAM_TIME_TEXT = (
+    "模糊时间（「下周二」「昨天」「上个月」），由引擎换算成绝对时间并按记忆的时间标签筛选"
+)
+RECALL_PARAM_ASSISTANT_SAID = (
+    "同时检索「助手自己过去说过的话」通道；省略时由插件按本轮用户消息的引用句式自动判断"
+)
+
+# The answer (§1.3 "返回", §1.16): header and count line, the full-page hint, the entries
+# (the recall block's entry form), the pagination line, warnings, the trust note. The
+# header, count, miss and warning lines are ours (the reference lists what they say).
+RECALL_TOOL_HEADING = "## 主动回忆（memory_recall）"
+RECALL_TOOL_COUNT = "关键词：{keywords} · 返回 {found} 条（offset={offset}，limit={limit}）"
+RECALL_TOOL_KEYWORD_SEPARATOR = "、"
+RECALL_TOOL_FULL_PAGE = (
+    "【本页已满：limit={limit}，已返回 {found} 条】如果其中没有目标记忆，必须把 limit 调大（最多 20）"
+    "再检索一次，不要直接放弃。"
+)
+RECALL_TOOL_FULL_PAGE_AT_MAX = (
+    "【本页已满：limit={limit}，已返回 {found} 条】如果其中没有目标记忆，必须用 offset 翻页或换关键词"
+    "再检索一次，不要直接放弃。"
+)
+"""§1.14.3 renderFullPageHint, before the first entry (§1.16); at limit 20 the reference
+replaces "把 limit 调大(最多 20)" by "用 offset 翻页或换关键词"."""
+RECALL_TOOL_MORE = "还有更多：可用 offset={next} 继续翻页"
+RECALL_TOOL_TRUST_NOTE = RECALL_BLOCK_PREAMBLE.split("\n")[2]
+"""The β rule of the block preamble (its third line), after the entries."""
+
+RECALL_TOOL_MISS = "没有找到与关键词「{keywords}」相关的记忆。"
+RECALL_TOOL_MISS_IN_BLOCK = "与关键词相关的 {n} 条记忆都已在当前回忆块中（系统提示词里的「记忆回忆」区块），本次没有新的记忆。"
+RECALL_TOOL_MISS_SURFACED = (
+    "与关键词相关的 {n} 条记忆已在当前回忆块中或之前已回忆过，本次没有新的记忆；"
+    "需要重新查看时可传 offset=0 分页检索。"
+)
+RECALL_TOOL_PAGE_END = "offset={offset} 之后没有更多结果（共 {total} 条）。"
+RECALL_TOOL_UNREADABLE = "命中的 {n} 条记忆暂时无法读取，本次没有返回内容。"
+RECALL_TOOL_OFF = "召回已关闭（recall.enabled=false 或 recall.firstGenMax=0），本次不返回记忆。"
+
+# Consecutive misses in one turn (§1.3 "连续未命中升级"): the 3rd warns, the 6th disables
+# the tool until the next real user message; both add the time / event question hint
+# (time.askUserHint / event.askUserHint each keep their half).
+RECALL_TOOL_STRIKE_WARN = (
+    "可能关键词没有选对或目标回忆 α 值太低。建议停止继续尝试，或改用更具体的关键词再试一次。"
+)
+RECALL_TOOL_STRIKE_DISABLED = "目标回忆 α 值过低或运气不行，如有需要下一轮对话再尝试。"
+RECALL_TOOL_ASK_TIME_EVENT = "如果目标记忆与时间/事件有关，可以先向用户询问期望的时间范围或事件名。"
+RECALL_TOOL_ASK_TIME = "如果目标记忆与时间有关，可以先向用户询问期望的时间范围。"
+RECALL_TOOL_ASK_EVENT = "如果目标记忆与事件有关，可以询问用户期望的事件名再用 event 重试。"
+RECALL_TOOL_REFUSED = (
+    "memory_recall 本回合已停用（连续 {n} 次没有回忆到）：" + RECALL_TOOL_STRIKE_DISABLED
+)
+"""A call after the 6th miss of the turn (isError, "本回合再调用会直接报错")."""
+
+# Argument problems: refusals (isError) and non-blocking warnings.
+RECALL_TOOL_NEED_KEYWORDS = (
+    "memory_recall 需要 keywords：专有名词/技术名/项目名/参数名，空格或逗号分隔。"
+)
+RECALL_TOOL_BAD_KEYWORDS = "keywords 必须是字符串（空格或逗号分隔）或字符串数组。"
+RECALL_TOOL_WARN_KEYWORDS_CAP = (
+    "keywords 最多 16 个：本次给了 {n} 个，只取前 16 个（未使用：{dropped}）。"
+)
+"""§1.14.2: more than 16 keywords keep the first 16, with a non-blocking warning."""
+RECALL_TOOL_WARN_LIMIT = "limit={given} 超出 1..20，已按 {used} 处理。"
+RECALL_TOOL_WARN_OFFSET = "offset={given} 超出 0..10000，已按 {used} 处理。"
+RECALL_TOOL_WARN_NOT_INTEGER = "{field}={given} 不是整数，已按 {used} 处理。"
+RECALL_TOOL_WARN_UNSUPPORTED = (
+    "暂不支持 {params} 参数（时间 / 事件 / 标签 / 助手原话检索尚未实现），本次只按 keywords 检索；"
+    "可以把相关的时间、事件、地点或人物写进 keywords。"
+)
+RECALL_TOOL_WARN_FILTERS_ONLY = (
+    "只给了 {params}、没有 keywords：这些参数暂不支持，本次不返回记忆（不会浏览全库）；"
+    "请给出 keywords 再检索。"
+)
+"""Parameters of later features, accepted and answered, never ignored silently (as the
+reference does for time.mode / event.mode 'off': "忽略…参数(会返回提示)", and v1.4.1's
+time-only call that returns nothing rather than the whole store)."""
+RECALL_TOOL_PARAM_SEPARATOR = " / "
+RECALL_TOOL_WARN_LEGACY_OFFSET = "recall.mode=legacy 不支持 offset 分页，本次已忽略 offset。"
+
+
+# ---- memory_image (reference "工具 memory_image", §1.7) -----------------------------
+
+IMAGE_DESCRIPTION = (
+    "回忆块里图片只显示文件名与文件路径；要按关键词/记忆 id/文件名查找，用这个只读工具："
+    "在当前会话的归档里按记忆关键词/标题/文件名（query）、记忆文件夹 id（memoryId）或图片文件名子串"
+    "（name）过滤（都可选，不带过滤时返回最近归档的图片）；返回每张图的绝对路径、是否还存在、"
+    "媒体类型/尺寸/大小、所属记忆 id 与归档时间；然后模型用 read_image 读取该路径即可查看图片。"
+    "工具只读，不修改任何文件。"
+)
+"""The reference describes the tool in bullets, not one quoted text: this is its phrases in
+its order (the "工具 memory_image" bullets, §1.7 step 5), full-width punctuation."""
+IMAGE_PARAM_QUERY = "记忆关键词/标题/文件名"
+IMAGE_PARAM_MEMORY_ID = "记忆文件夹 id"
+IMAGE_PARAM_NAME = "图片文件名子串"
+IMAGE_PARAM_LIMIT = "1~20（默认 10）"
+"""Parameter texts: the reference's words for each (its parameter list and filter bullet)."""
+
+# The answer. The reference lists what it carries, not its wording: these lines are ours,
+# in the recall block's forms (the image as its expanded placeholder, 归档于 …).
+IMAGE_FOUND = "找到 {total} 张归档图片："
+IMAGE_FOUND_PART = "找到 {total} 张归档图片，列出前 {n} 张（limit={limit}）："
+IMAGE_RECENT = "最近归档的 {n} 张图片（本会话共 {total} 张）："
+IMAGE_ITEM = "{n}. {image}"
+IMAGE_ITEM_MEMORY = "   所属记忆：{memory_id} · {archived}"
+IMAGE_ITEM_TITLE = " · 标题：{title}"
+IMAGE_ITEM_MEDIA_TYPE = "媒体类型：{value}"
+IMAGE_ITEM_SIZE = "尺寸：{width}×{height}"
+IMAGE_ITEM_BYTES = "大小：{value} 字节"
+IMAGE_ITEM_ORIGINAL_NAME = "原文件名：{value}"
+IMAGE_ITEM_MATCHED = "命中：{terms}"
+IMAGE_ITEM_FACTS = "   {facts}"
+IMAGE_ITEM_SEPARATOR = " · "
+IMAGE_TERM_SEPARATOR = "、"
+IMAGE_READ_HINT = "用 read_image 读取上面的文件路径即可查看图片。"
+IMAGE_MISSING_HINT = "标（缺失）的图片文件已不在磁盘上，无法读取。"
+IMAGE_NONE = "本会话还没有归档图片。"
+IMAGE_NONE_IN_MEMORY = "记忆 {memory_id} 没有归档图片。"
+IMAGE_NOT_FOUND = (
+    "没有找到匹配的归档图片：可换关键词、记忆 id 或文件名再试；不带参数调用可列出最近归档的图片。"
+)
+"""In the style of the reference's memory_group_recall miss (§3.2.10 "没有找到匹配的群聊记忆：…")."""
+IMAGE_UNKNOWN_MEMORY = (
+    "memoryId={memory_id} 不是当前会话的记忆 id（未知 id 或其它会话的 id），没有可查的图片。"
+)
+"""A refusal (isError), as PROTOCOL.md §4 has unknown ids; the words are memory_judge's
+"未知 id / 其它会话的 id → rejected" (§1.2)."""
+IMAGE_ERROR_ARGUMENTS = "memory_image 参数有误：{problems}。"
+IMAGE_ARG_NOT_STRING = "{field} 必须是字符串"
+IMAGE_ARG_LIMIT = "limit 必须是 1~20 的整数"
+IMAGE_ARG_SEPARATOR = "；"
+IMAGE_WARN_LIMIT_CLAMPED = "limit={given} 超出 1~20，已按 {used} 处理。"
+IMAGE_WARN_QUERY_TERMS = "query 有 {n} 个词，只用了前 {max} 个。"
+IMAGE_WARN_UNKNOWN_ARGUMENT = (
+    "memory_image 没有参数 {names}，已忽略（可用 query / memoryId / name / limit）。"
+)

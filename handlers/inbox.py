@@ -6,7 +6,8 @@ in `recall.triggerSourceKinds` (default `["user"]`; a QQ bridge's
 must be allowed (`recall.applyToSubagents` / `recall.applyToMainSessions`), and the
 same message id is handled once (a bridge retry or a replay after a restart does not
 run a second round). Hosts without the `systemPrompt` capability get no recall block
-(reference §3.1).
+(reference §3.1). Every real user message, recalled on or not, opens a new turn for
+`memory_recall`: its consecutive-miss strikes reset (§1.3 "下一条真实用户消息恢复工具").
 
 The round runs in a worker thread (index build on a new index version, selection,
 reading the picked folders, recall-state.json v3, telemetry) inside the commit
@@ -87,6 +88,18 @@ def message_text(message: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def is_user_message(message: Mapping[str, Any], cfg: MemoryConfig) -> bool:
+    """A real user message (reference §1.3): role user, a source kind of
+    `recall.triggerSourceKinds`, not a host-generated copy. It opens a new turn."""
+    if message.get("role", "user") != "user":
+        return False
+    kind = source_kind(message)
+    if kind is None or kind not in cfg.recall.trigger_source_kinds:
+        return False
+    source = message.get("source")
+    return not (isinstance(source, Mapping) and source.get("form") in _NON_USER_FORMS)
+
+
 def trigger_text(message: Mapping[str, Any], session: Session, cfg: MemoryConfig) -> str | None:
     """The text to recall on, or None when this message does not trigger recall."""
     rc = cfg.recall
@@ -96,13 +109,7 @@ def trigger_text(message: Mapping[str, Any], session: Session, cfg: MemoryConfig
         return None
     if not session.is_subagent and not rc.apply_to_main_sessions:
         return None
-    if message.get("role", "user") != "user":
-        return None
-    kind = source_kind(message)
-    if kind is None or kind not in rc.trigger_source_kinds:
-        return None
-    source = message.get("source")
-    if isinstance(source, Mapping) and source.get("form") in _NON_USER_FORMS:
+    if not is_user_message(message, cfg):
         return None
     text = message_text(message).strip()
     return text or None
@@ -119,6 +126,8 @@ async def agent_inbox_inserted(
         state.context_window = params.contextWindow
     recalled: list[str] = []
     warnings: list[str] = []
+    if is_user_message(params.message, cfg):
+        state.recall_strikes.reset()  # a new turn: memory_recall starts afresh
     text = trigger_text(params.message, params.session, cfg)
     mid = params.message.get("id")
     message_id = mid if isinstance(mid, str) and mid else None

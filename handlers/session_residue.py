@@ -6,11 +6,11 @@ request reopens it from disk. Almost everything is on disk already, written on e
 change: folders and index, `recall-state.json`, `archives-unreported.json` (unreported
 archives, settled tokens). What is not is small, and would change later answers if it
 were lost: whether the host still owes a new request series, the host's context window
-and last turn, the scoring rounds counter, the archive guards and the token counter,
-folder ids handed out but not on disk, the damage already reported. That is the
-residue; reopening puts it back (:func:`restore`), so an evicted session answers as if
-it had stayed loaded. `agent/disposed` keeps no residue: the host is done with the
-session, and a later request starts it as a restart would.
+and last turn, the scoring rounds counter, memory_recall's strikes of the turn, the
+archive guards and the token counter, folder ids handed out but not on disk, the damage
+already reported. That is the residue; reopening puts it back (:func:`restore`), so an
+evicted session answers as if it had stayed loaded. `agent/disposed` keeps no residue:
+the host is done with the session, and a later request starts it as a restart would.
 
 Every field of `SessionState` is in exactly one of :data:`CARRIED`, :data:`RELOADED` or
 :data:`REBUILT` (a test holds new fields to that), so state added later is not silently
@@ -39,6 +39,7 @@ CARRIED = frozenset(
         "last_turn",
         "scoring_rounds_unjudged",
         "damage",
+        "recall_strikes",
     }
 )
 """`SessionState` fields the residue keeps (with `archive`'s in-memory guards, and
@@ -71,6 +72,10 @@ class Residue:
     """Folder ids handed out that no folder on disk carries (never handed out again)."""
     damage: DamageLedger | None = None
     """The damage ledger, when it holds anything (else a fresh one is the same)."""
+    recall_misses: int = 0
+    recall_disabled: bool = False
+    """memory_recall's strikes of the current turn: an eviction between two calls of one
+    turn must not hand the model six fresh misses (or re-enable a disabled tool)."""
 
 
 EMPTY = Residue()
@@ -109,6 +114,8 @@ def capture(state: SessionState) -> Residue | None:
         tokens_issued=ast.tokens_issued,
         folder_ids=state.store.unbacked_folder_ids(),
         damage=damage if has_damage else None,
+        recall_misses=state.recall_strikes.misses,
+        recall_disabled=state.recall_strikes.disabled,
     )
     return None if residue == EMPTY else residue
 
@@ -130,3 +137,5 @@ def restore(state: SessionState, residue: Residue) -> None:
     state.store.observe_folder_ids(residue.folder_ids)
     if residue.damage is not None:
         state.damage = residue.damage
+    state.recall_strikes.misses = residue.recall_misses
+    state.recall_strikes.disabled = residue.recall_disabled

@@ -30,6 +30,7 @@ from typing import Any
 import anyio
 import structlog
 
+from engine.recall.strikes import RecallStrikes
 from engine.recall_view import RecallBlockView
 from engine.store import LoadReport, SessionStore, open_session, safe_session_id
 from handlers.archive_state import ArchiveState
@@ -95,6 +96,9 @@ class SessionState:
     # Reopened after an eviction with its recall block loaded before: the host still shows
     # that block, so loading it again is no restore to announce (handlers.recall_state).
     recall_reloaded: bool = False
+    # memory_recall's consecutive keyword misses in the current turn (handlers.tool_recall;
+    # reset by the next real user message in handlers.inbox, carried across an eviction).
+    recall_strikes: RecallStrikes = field(default_factory=RecallStrikes)
 
     def request_new_series(self) -> None:
         """Ask the host, in the next answer with sections, to start a new request series."""

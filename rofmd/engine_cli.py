@@ -1,6 +1,8 @@
 """`rofmd engine …`: the memory engine on a memory directory, without a daemon.
 
 The reference's "独立运行引擎" (`node engine/cli.mjs init|compress|recall|list|report`).
+`recall --keywords/--limit/--offset` is the `memory_recall` tool's search instead of a
+round, and writes nothing (no recall state, no telemetry, no session directory).
 There is no model here, so `compress` writes folders `scored: true` with heuristic
 α and keywords (reference: "引擎/CLI 的启发式归档没有“当前模型”可用"). Do not point
 it at a session a running daemon is serving: one process owns a session directory.
@@ -288,10 +290,46 @@ def _context(pairs: Sequence[str]) -> tuple[int | None, int | None]:
     return values.get("token"), values.get("window")
 
 
+def _searching(args: argparse.Namespace) -> bool:
+    return args.keywords is not None or args.limit is not None or args.offset is not None
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    """memory_recall's search (`--keywords`, else `--text`, with `--limit` / `--offset`):
+    the tool's answer, and nothing written."""
+    from engine.recall.standalone import search_once
+
+    keywords = args.keywords if args.keywords is not None else args.text
+    if keywords is None or not keywords.strip():
+        raise CliError("--keywords (or --text) must not be empty")
+    where = locate(args)
+    session = _session(args)
+    try:
+        store = open_session(where.root, session, per_session=where.per_session, create=False)
+    except ValueError as exc:
+        raise CliError(f"session {session!r}: {exc}") from None
+    arguments: dict[str, Any] = {"keywords": keywords}
+    if args.limit is not None:
+        arguments["limit"] = args.limit
+    if args.offset is not None:
+        arguments["offset"] = args.offset
+    answer = search_once(store, where.cfg, arguments)
+    if args.json:
+        _print_json({"session": store.session_id, **answer.value, "text": answer.text})
+    else:
+        print(answer.text)
+    return 1 if answer.is_error else 0
+
+
 def cmd_recall(args: argparse.Namespace) -> int:
-    """One deterministic recall round for a text; print the recall block."""
+    """One deterministic recall round for a text; print the recall block. With
+    `--keywords`, `--limit` or `--offset`: memory_recall's search instead, read-only."""
     from engine.recall.standalone import StandaloneRecall, append_round_stats, recall_once
 
+    if _searching(args):
+        return cmd_search(args)
+    if args.text is None:
+        raise CliError("--text is required (or --keywords / --limit / --offset for a search)")
     text = args.text.strip()
     if not text:
         raise CliError("--text must not be empty")
@@ -510,9 +548,23 @@ def add_engine_parser(sub: argparse._SubParsersAction[Any]) -> None:
     )
     p.set_defaults(func=_guard(cmd_compress))
 
-    p = cmds.add_parser("recall", help="one deterministic recall round; print the recall block")
+    p = cmds.add_parser(
+        "recall",
+        help="one deterministic recall round (or, with --limit/--offset, memory_recall's search)",
+    )
     _common(p, session_help=one)
-    p.add_argument("--text", required=True, help="the user message to recall on")
+    p.add_argument("--text", help="the user message to recall on")
+    p.add_argument(
+        "--keywords",
+        help="search like the memory_recall tool: keywords separated by spaces, commas, 、 or ;"
+        " (read-only: nothing is written)",
+    )
+    p.add_argument("--limit", type=int, help="memory_recall limit, 1..20 (default 3)")
+    p.add_argument(
+        "--offset",
+        type=int,
+        help="memory_recall offset (a paginated search: a stable order, pages never overlap)",
+    )
     p.add_argument(
         "--context",
         nargs="+",

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +46,8 @@ __all__ = [
     "copy_lanes",
     "global_low_key",
     "lane_split",
+    "rare_scores",
+    "rotation_key",
     "select_deterministic",
     "select_fair",
 ]
@@ -99,6 +102,34 @@ def global_low_key(alpha: float, created_at: int, fid: str) -> tuple[Any, ...]:
     return (alpha, -created_at, tuple(-ord(c) for c in fid))
 
 
+def rare_scores(index: CandidateIndex, matches: Matches, cfg: MemoryConfig) -> dict[int, float]:
+    """Σ 1/ln(2+df) over the rare seeds (posting ≤ τ, first `scanCap` seeds) hitting each
+    folder: what orders the rareHigh and lowProbe lanes."""
+    rt = cfg.recall.fairness.rare_term
+    tau = index.rare_threshold(rt.ratio, rt.min_posting)
+    scores: dict[int, float] = {}
+    for s in matches.seeds[: max(0, rt.scan_cap)]:
+        if 0 < len(s.posting) <= tau:
+            w = 1.0 / math.log(2 + len(s.posting))
+            for n in s.posting:
+                scores[n] = scores.get(n, 0.0) + w
+    return scores
+
+
+def rotation_key(
+    cursor: tuple[float, int, str] | None,
+) -> Callable[[tuple[float, int, str]], tuple[Any, ...]]:
+    """The rotation lane's order from `cursor`: the global low order, the folders after
+    the cursor first, wrapping round to the ones at or before it."""
+    ck = global_low_key(*cursor) if cursor is not None else None
+
+    def key(folder: tuple[float, int, str]) -> tuple[Any, ...]:
+        k = global_low_key(*folder)
+        return (0 if ck is None or k > ck else 1, k)
+
+    return key
+
+
 def copy_lanes(lanes: Lanes) -> Lanes:
     return Lanes(
         lanes.cursor,
@@ -151,15 +182,7 @@ def select_fair(
     high_taken = 0
 
     # 1 rareHigh
-    tau = index.rare_threshold(fair.rare_term.ratio, fair.rare_term.min_posting)
-    rare = [
-        s for s in matches.seeds[: max(0, fair.rare_term.scan_cap)] if 0 < len(s.posting) <= tau
-    ]
-    rare_score: dict[int, float] = {}
-    for s in rare:
-        w = 1.0 / math.log(2 + len(s.posting))
-        for n in s.posting:
-            rare_score[n] = rare_score.get(n, 0.0) + w
+    rare_score = rare_scores(index, matches, cfg)
     rare_high = sorted(
         (n for n in rare_score if folders[n].alpha >= theta and free(n)),
         key=lambda n: (-rare_score[n], sigma(n)),
@@ -257,11 +280,10 @@ def select_fair(
     lanes.low_watermark = new_mark
     sel.rotation_slots = low_budget
     if low_budget > 0:
-        ck = global_low_key(*lanes.cursor) if lanes.cursor is not None else None
+        by_cursor = rotation_key(lanes.cursor)
 
         def rot_key(n: int) -> tuple[Any, ...]:
-            key = global_low_key(*_gk(folders[n]))
-            return (0 if ck is None or key > ck else 1, key)
+            return by_cursor(_gk(folders[n]))
 
         ordered = heapq.nsmallest(low_budget, (n for n in low_pool if free(n)), key=rot_key)
         for n in ordered:

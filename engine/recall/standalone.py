@@ -7,10 +7,15 @@ saved, ``recall`` and ``recall-block`` records appended), with the turn derived 
 the state since there is no host to report it. ``context_tokens`` (how full the
 context is) goes into the ``recall`` record so the §1.6 report can say what share of
 the context came back.
+
+:func:`search_once` is memory_recall's search for ``rofmd engine recall --limit/--offset``:
+the same selection and answer as the tool, and nothing written (no recall state, no
+telemetry).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,12 +23,21 @@ from engine.config.model import MemoryConfig
 from engine.recall.candidates import CandidateIndex, index_params
 from engine.recall.query import analyze_query
 from engine.recall.round import RoundOutcome, prepare_state, run_round
-from engine.recall.state import RecallState, load_state_file
+from engine.recall.search import keyword_query, load_entries, search
+from engine.recall.search_answer import SearchAnswer, render_answer
+from engine.recall.search_args import parse_search_args
+from engine.recall.state import RecallState, load_state_file, peek_state_file
 from engine.relevance.folder_text import synced_index
 from engine.relevance.index import RelevanceIndex
 from engine.store import SessionStore
 
-__all__ = ["StandaloneRecall", "append_round_stats", "open_recall_state", "recall_once"]
+__all__ = [
+    "StandaloneRecall",
+    "append_round_stats",
+    "open_recall_state",
+    "recall_once",
+    "search_once",
+]
 
 
 def open_recall_state(store: SessionStore, cfg: MemoryConfig) -> RecallState:
@@ -103,3 +117,32 @@ def append_round_stats(store: SessionStore, outcome: RoundOutcome, **extra: Any)
     if outcome.ran:
         store.append_stats({**outcome.recall_record, **extra})
         store.append_stats(outcome.block_record)
+
+
+def search_once(
+    store: SessionStore, cfg: MemoryConfig, arguments: Mapping[str, Any]
+) -> SearchAnswer:
+    """memory_recall's search for `arguments` (the tool's), read-only: the recall state is
+    peeked (`peek_state_file`), nothing is saved or appended, so an unpaginated call
+    shows what the tool would without recording it in the ledger."""
+    args = parse_search_args(arguments, cfg)
+    if args.error is not None or not args.keywords:
+        return render_answer(args, None, [], cfg)
+    state = peek_state_file(store.paths.recall_state)
+    prepare_state(state, store, cfg)
+    index = CandidateIndex(store.index, cfg, (store.version, index_params(cfg)))
+    relevance = None
+    if cfg.recall.mode == "ranked":
+        relevance, _ = synced_index(None, store, cfg.keywords.extra_stopwords)
+    page = search(
+        index,
+        state,
+        keyword_query(args.keywords, cfg),
+        cfg,
+        limit=args.limit,
+        offset=args.offset,
+        relevance=relevance,
+        session_key=store.session_id,
+    )
+    entries, unreadable = load_entries(store, page.picks, cfg)
+    return render_answer(args, page, entries, cfg, unreadable=len(unreadable))

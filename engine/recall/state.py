@@ -46,6 +46,7 @@ __all__ = [
     "Lanes",
     "RecallState",
     "load_state_file",
+    "peek_state_file",
     "read_state_file",
 ]
 
@@ -468,6 +469,17 @@ def read_state_file(
             return RecallState.from_json(doc, path=path, persist=persist), None
         reason = "not a JSON object"
     return RecallState(path=path, persist=persist), _keep_aside(path, reason)
+
+
+def peek_state_file(path: Path) -> RecallState:
+    """The state in `recall-state.json` for a caller that must write nothing (a read-only
+    search): missing or unusable content gives an empty state and the file stays where
+    it is; the state has no path, so saving it is a no-op. An unreadable file raises."""
+    try:
+        doc = read_json(path)
+    except (FileNotFoundError, CorruptJSONError):
+        return RecallState(persist=False)
+    return RecallState.from_json(doc, persist=False)
 
 
 def load_state_file(path: Path, *, persist: bool = True) -> RecallState:

@@ -55,6 +55,7 @@ API::
     store.update_meta(id, changes) -> FolderMeta;  store.update_metas({id: changes})
     store.append_stats(record) -> None
     store.image_entries() -> list[ImageIndexEntry];  store.image_path(name) -> Path
+    store.image_index_current(files) -> bool;  store.refresh_image_index(files) -> bool
 
 All filesystem mutations go through :data:`engine.jsonio.fs` (tests inject
 faults there).

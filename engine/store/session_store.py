@@ -23,7 +23,7 @@ from engine.jsonio import write_json_atomic
 from engine.store.errors import FolderNotFoundError, TransactionError, UnknownTransactionError
 from engine.store.folders import read_context, read_meta
 from engine.store.ids import FolderIdAllocator, check_safe_name
-from engine.store.images import ImagesIndex
+from engine.store.images import ImagesIndex, is_stale
 from engine.store.index_stats import IndexStats
 from engine.store.indexfile import write_index
 from engine.store.layout import SessionPaths, session_dir_paths, session_paths
@@ -152,6 +152,7 @@ class SessionStore:
         self._index_stats = IndexStats(self._entries.values())
         self._index_extra = state.index_extra
         self._images = state.images
+        self._images_checked: tuple[int, frozenset[str]] | None = None
         self._by_key: dict[str, str] = {}
         for entry in self._entries.values():
             if entry.idempotencyKey is not None:
@@ -258,6 +259,31 @@ class SessionStore:
 
     def image_path(self, name: str) -> Path:
         return self.paths.image(name)
+
+    def image_index_current(self, files: frozenset[str]) -> bool:
+        """True when :meth:`refresh_image_index` would write nothing: the image table is
+        loaded and not stale (:func:`~engine.store.images.is_stale`) against the index and
+        ``files`` (:func:`~engine.store.images.image_files`), or was already rebuilt
+        against exactly these. No disk access."""
+        if not self._images.loaded:
+            return False
+        if self._images_checked == (self.version, files):
+            return True
+        return not is_stale(self._images.entries(), self._entries, files)
+
+    def refresh_image_index(self, files: frozenset[str]) -> bool:
+        """Load the image table (rebuilt from the metas when missing or corrupt) and
+        rebuild it from the metas when it is stale against the index and ``files``, the
+        listing of ``images/`` (§1.7 "旧数据首次查询时惰性重建"). Checked once per index
+        version and listing, so a stray file that no meta names costs one rebuild, not
+        one per call. True when a stale table was rewritten. Blocking; reads every meta
+        only when it rebuilds."""
+        self._ensure_images()
+        if self.image_index_current(files):
+            return False
+        rebuilt = self._images.rebuild(list(self._entries))
+        self._images_checked = (self.version, files)
+        return rebuilt
 
     # -- writing -------------------------------------------------------------
     def new_folder_id(self, now_ms: int) -> str:

@@ -1,0 +1,391 @@
+"""memory_recall's search (reference §1.3 "工具 memory_recall", pagination v1.4.1, G4).
+
+The candidates are those of automatic recall for the keywords (`CandidateIndex.match`:
+both matching directions, category classes; `recall.minAlpha` applies), in the order
+of the configured `recall.mode`:
+
+* `ranked`: relevance (`RelevanceIndex.rank`, BM25F with the passage rerank and the α
+  prior of automatic recall); when nothing scores, the keyword candidates in σ order,
+  as `select_ranked` falls back. Every folder the index scores is reachable (no
+  `minRelativeScore` cut: a search pages on to weaker matches, automatic recall does
+  not need to);
+* `fair`: the lanes' order with an unbounded quota: rareHigh (rare-seed score), the
+  other high α in σ = (α desc, createdAt asc, id asc), lowProbe, then the other low α
+  in the rotation order from the persistent cursor;
+* `deterministic`: σ;
+* `legacy`: v1.3.0's probability walk (`select_legacy`, quota = limit), unpaginated.
+
+Two kinds of call (G4):
+
+* *unpaginated* (no `offset`): like automatic recall, it excludes block ∪ ledger, and
+  in `fair` it runs the lanes themselves (`select_fair` with k = max(limit, 2), cut to
+  limit in lane order: at k = 1 the lane split would leave the high lanes no slot; only
+  picks the keywords match are kept, the lanes' promises to earlier rounds stay theirs;
+  slots the lanes leave free are filled from the rest of the order). The caller commits it (`commit_search`): the returned
+  memories are surfaced in the ledger, the rotation cursor moves past what was shown,
+  and a recycled or registered id that was shown is settled. `ranked` has no lane state
+  and ignores the ledger, as its automatic recall does; `legacy` has none either.
+* *paginated* (`offset` given): a slice of the order above over a fixed window of
+  min(candidates, 10000), excluding only the block; nothing is advanced or written, so
+  the same state and keywords give the same pages, disjoint and complete, with an exact
+  `hasMore` / `nextOffset`.
+
+`recall.enabled = false` or `recall.firstGenMax = 0` turns recall off: an empty page,
+`hasMore` false, no state consumed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.config import MemoryConfig
+from engine.keywords import match_key
+from engine.recall.candidates import CandidateIndex, Matches
+from engine.recall.fair import (
+    Pick,
+    Selection,
+    global_low_key,
+    rare_scores,
+    rotation_key,
+    select_fair,
+)
+from engine.recall.legacy import select_legacy
+from engine.recall.query import Query
+from engine.recall.ranked import FALLBACK_LANE, RANKED_LANE
+from engine.recall.round import load_addition
+from engine.recall.state import Addition, RecallState
+from engine.relevance.index import RelevanceIndex
+from engine.store import CorruptFolder, SessionStore
+from engine.texts import RECALL_TOOL_WARN_LEGACY_OFFSET
+from engine.tokenizer import normalize_text
+
+__all__ = [
+    "PAGE_WINDOW",
+    "SearchPage",
+    "commit_search",
+    "entry_config",
+    "keyword_query",
+    "load_entries",
+    "search",
+]
+
+PAGE_WINDOW = 10_000
+"""The paginated order is cut to its first min(candidates, PAGE_WINDOW) folders."""
+
+Loader = Callable[[Pick], Addition | CorruptFolder | None]
+
+
+@dataclass
+class SearchPage:
+    """The folders one call selected, and what the answer says about the rest."""
+
+    mode: str
+    paginated: bool
+    offset: int
+    limit: int
+    picks: list[Pick] = field(default_factory=list)
+    candidates: int = 0
+    """The keywords' candidate set (|C(Q)|; in ranked mode the folders that scored)."""
+    window: int = 0
+    """Length of the order the page was cut from (after the exclusions)."""
+    has_more: bool = False
+    next_offset: int | None = None
+    miss_type: str | None = None
+    """keyword (nothing matched), excluded (all matched are in the block / ledger),
+    offset (a page past the end), chance (legacy's dice), off (recall is off)."""
+    in_block: int = 0
+    surfaced: int = 0
+    """Candidates left out for being in the block, and (unpaginated) in the ledger."""
+    selection: Selection | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def lanes_picked(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for p in self.picks:
+            counts[p.lane] = counts.get(p.lane, 0) + 1
+        return counts
+
+
+def keyword_query(keywords: Iterable[str], cfg: MemoryConfig) -> Query:
+    """The keywords as a query: each is one match key (no tokenising: the model gave the
+    terms), their text joined for relevance and category classes."""
+    words = tuple(keywords)
+    fold = cfg.match.expand_latin_case
+    keys: list[str] = []
+    for kw in words:
+        key = match_key(kw, expand_latin_case=fold)
+        if key and key not in keys:
+            keys.append(key)
+    text = " ".join(words)
+    return Query(
+        text=text,
+        normalized=match_key(normalize_text(text), expand_latin_case=fold),
+        keywords=words,
+        keys=tuple(keys),
+        clauses=1,
+        chars=len(text),
+    )
+
+
+def _sigma_order(index: CandidateIndex, ns: Iterable[int]) -> list[int]:
+    folders = index.folders
+    return sorted(ns, key=lambda n: (-folders[n].alpha, folders[n].created_at, folders[n].id))
+
+
+def _fair_order(
+    index: CandidateIndex,
+    matches: Matches,
+    state: RecallState,
+    cfg: MemoryConfig,
+    exclude: set[str],
+) -> list[Pick]:
+    folders = index.folders
+    theta = cfg.recall.fairness.theta_high
+    rare = rare_scores(index, matches, cfg)
+    pool = [n for n in matches.candidates if folders[n].id not in exclude]
+    high = [n for n in pool if folders[n].alpha >= theta]
+    low = [n for n in pool if folders[n].alpha < theta]
+
+    def sigma(n: int) -> tuple[float, int, str]:
+        f = folders[n]
+        return (-f.alpha, f.created_at, f.id)
+
+    def low_key(n: int) -> tuple[Any, ...]:
+        f = folders[n]
+        return global_low_key(f.alpha, f.created_at, f.id)
+
+    by_cursor = rotation_key(state.lanes.cursor)
+    parts = (
+        ("rareHigh", sorted((n for n in high if n in rare), key=lambda n: (-rare[n], sigma(n)))),
+        ("hi", sorted((n for n in high if n not in rare), key=sigma)),
+        ("lowProbe", sorted((n for n in low if n in rare), key=lambda n: (-rare[n], low_key(n)))),
+        (
+            "rotation",
+            sorted(
+                (n for n in low if n not in rare),
+                key=lambda n: by_cursor((folders[n].alpha, folders[n].created_at, folders[n].id)),
+            ),
+        ),
+    )
+    return [Pick(n, folders[n].id, lane) for lane, ns in parts for n in ns]
+
+
+def _ranked_order(
+    relevance: RelevanceIndex | None,
+    index: CandidateIndex,
+    matches: Matches,
+    query: Query,
+    cfg: MemoryConfig,
+    block: set[str],
+) -> tuple[list[Pick], int]:
+    """(the order excluding the block, how many folders scored or matched)."""
+    if relevance is None:
+        raise ValueError("recall.mode ranked needs the session's relevance index")
+    rc = cfg.recall
+    ranked = relevance.rank(
+        relevance.query_terms(query.text),
+        limit=PAGE_WINDOW + len(block),
+        alpha_prior=rc.ranked.alpha_prior,
+        min_alpha=rc.min_alpha,
+        min_relative=0.0,
+        passage_weight=rc.ranked.passage_weight,
+    )
+    by_id = index.by_id
+    scored = [(by_id[fid], fid) for fid in ranked.ids if fid in by_id]
+    if scored:
+        order = [Pick(n, fid, RANKED_LANE) for n, fid in scored if fid not in block]
+        return order, len(scored)
+    folders = index.folders
+    fallback = _sigma_order(index, (n for n in matches.candidates if folders[n].id not in block))
+    return [Pick(n, folders[n].id, FALLBACK_LANE) for n in fallback], len(matches.candidates)
+
+
+def _order(
+    relevance: RelevanceIndex | None,
+    index: CandidateIndex,
+    matches: Matches,
+    query: Query,
+    state: RecallState,
+    cfg: MemoryConfig,
+    exclude: set[str],
+) -> tuple[list[Pick], int]:
+    mode = cfg.recall.mode
+    if mode == "ranked":
+        return _ranked_order(relevance, index, matches, query, cfg, exclude)
+    if mode == "fair":
+        return _fair_order(index, matches, state, cfg, exclude), len(matches.candidates)
+    folders = index.folders
+    pool = (n for n in matches.candidates if folders[n].id not in exclude)
+    return [Pick(n, folders[n].id, "hi") for n in _sigma_order(index, pool)], len(
+        matches.candidates
+    )
+
+
+def _matched_ids(
+    relevance: RelevanceIndex | None,
+    index: CandidateIndex,
+    matches: Matches,
+    query: Query,
+    state: RecallState,
+    cfg: MemoryConfig,
+) -> list[str]:
+    """Every candidate id before any exclusion (for the `excluded` miss counts)."""
+    order, _ = _order(relevance, index, matches, query, state, cfg, set())
+    return [p.id for p in order]
+
+
+def search(
+    index: CandidateIndex,
+    state: RecallState,
+    query: Query,
+    cfg: MemoryConfig,
+    *,
+    limit: int,
+    offset: int | None,
+    relevance: RelevanceIndex | None = None,
+    session_key: str = "",
+) -> SearchPage:
+    """Select one call's folders (module docstring); `state` is not changed."""
+    rc = cfg.recall
+    mode = rc.mode
+    page = SearchPage(mode, offset is not None, offset or 0, limit)
+    if not rc.enabled or rc.first_gen_max <= 0:
+        page.miss_type = "off"
+        return page
+    matches = index.match(query, min_alpha=rc.min_alpha)
+    block = set(state.ids())
+    if mode == "legacy":
+        return _legacy(page, index, matches, state, cfg, query, session_key, block)
+    if page.paginated:
+        exclude = block
+        order, page.candidates = _order(relevance, index, matches, query, state, cfg, exclude)
+        order = order[:PAGE_WINDOW]
+        page.picks = order[page.offset : page.offset + limit]
+        rest = len(order) - page.offset - len(page.picks)
+    else:
+        exclude = block if mode == "ranked" else block | state.ledger.keys()
+        order, page.candidates = _order(relevance, index, matches, query, state, cfg, exclude)
+        if mode == "fair":
+            # k >= 2: at k = 1 the lane split leaves the high lanes no slot (k_H = 0)
+            page.selection = select_fair(index, matches, state, cfg, max(2, limit))
+            own = [p for p in page.selection.picks if p.n in matches.candidates][:limit]
+            taken = {p.id for p in own}
+            order = own + [p for p in order if p.id not in taken]
+        order = order[:PAGE_WINDOW]
+        page.picks = order[:limit]
+        rest = len(order) - len(page.picks)
+    page.window = len(order)
+    page.has_more = rest > 0
+    if page.has_more:
+        page.next_offset = page.offset + len(page.picks)
+    if page.candidates == 0:
+        page.miss_type = "keyword"
+    elif page.window == 0:
+        page.miss_type = "excluded"
+        matched = _matched_ids(relevance, index, matches, query, state, cfg)
+        page.in_block = sum(1 for fid in matched if fid in block)
+        page.surfaced = len(matched) - page.in_block
+    elif not page.picks:
+        page.miss_type = "offset"
+    return page
+
+
+def _legacy(
+    page: SearchPage,
+    index: CandidateIndex,
+    matches: Matches,
+    state: RecallState,
+    cfg: MemoryConfig,
+    query: Query,
+    session_key: str,
+    block: set[str],
+) -> SearchPage:
+    """v1.3.0's walk with quota = limit; no pagination (§1.3 "legacy 路径不参与该分页语义")."""
+    if page.paginated:
+        page.warnings.append(RECALL_TOOL_WARN_LEGACY_OFFSET)
+        page.paginated, page.offset = False, 0
+    sel = select_legacy(index, matches, state, cfg, page.limit, session_key, query)
+    page.selection = sel
+    page.picks = sel.picks[: page.limit]
+    page.candidates = len(matches.candidates)
+    page.window = len(page.picks)
+    folders = index.folders
+    page.in_block = sum(1 for n in matches.candidates if folders[n].id in block)
+    if not page.candidates:
+        page.miss_type = "keyword"
+    elif page.in_block == page.candidates:
+        page.miss_type = "excluded"
+    elif not page.picks:
+        page.miss_type = "chance"
+    return page
+
+
+def entry_config(cfg: MemoryConfig) -> MemoryConfig:
+    """The config entries are rendered with: the block's, except that `legacy` keeps the
+    bare archive date in tool results (§1.15 "legacy 保持裸日期")."""
+    rc = cfg.recall
+    if rc.mode != "legacy" or not rc.compute_dates:
+        return cfg
+    return cfg.model_copy(update={"recall": rc.model_copy(update={"compute_dates": False})})
+
+
+def load_entries(
+    store: SessionStore | None,
+    picks: Iterable[Pick],
+    cfg: MemoryConfig,
+    loader: Loader | None = None,
+) -> tuple[list[tuple[Pick, Addition]], list[CorruptFolder]]:
+    """Read and render the picked folders as the block renders its entries (heading date,
+    tags line, images expanded to their paths); a folder gone meanwhile is skipped, an
+    unreadable one is returned for the caller to report. Reads only these folders."""
+    render_cfg = entry_config(cfg)
+    loaded: list[tuple[Pick, Addition]] = []
+    unreadable: list[CorruptFolder] = []
+    for p in picks:
+        add: Addition | CorruptFolder | None
+        if loader is not None:
+            add = loader(p)
+        elif store is not None:
+            add = load_addition(store, p.id, render_cfg, generation=p.generation, lane=p.lane)
+        else:
+            add = None
+        if isinstance(add, Addition):
+            loaded.append((p, add))
+        elif add is not None:
+            unreadable.append(add)
+    return loaded, unreadable
+
+
+def commit_search(
+    state: RecallState,
+    page: SearchPage,
+    shown: Iterable[Pick],
+    index: CandidateIndex,
+    cfg: MemoryConfig,
+) -> bool:
+    """Record an unpaginated call's results in the lane state (module docstring); True
+    when the state changed (the caller saves it). Paginated, ranked and legacy calls
+    change nothing. `shown` are the picks whose entries were read (what the model saw)."""
+    if page.paginated or page.mode not in ("fair", "deterministic"):
+        return False
+    picks = list(shown)
+    if not picks:
+        return False
+    folders = index.folders
+    max_entries = cfg.recall.fairness.ledger.max_entries
+    for p in picks:
+        state.surface(p.id, folders[p.n].alpha, max_entries)
+    if page.mode == "fair":
+        lanes = state.lanes
+        ids = {p.id for p in picks}
+        lanes.register = [r for r in lanes.register if r["id"] not in ids]
+        for fid in ids:
+            lanes.high_recycle.pop(fid, None)
+            lanes.recycle.pop(fid, None)
+        rotation = [p for p in picks if p.lane == "rotation"]
+        if rotation:
+            f = folders[rotation[-1].n]
+            lanes.cursor = (f.alpha, f.created_at, f.id)
+    return True

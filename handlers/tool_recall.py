@@ -1,0 +1,200 @@
+"""`memory_recall` over `tools/call` (reference §1.3 "工具 memory_recall").
+
+The model searches its own session's memory by keywords: the engine checks the
+arguments (`engine.recall.search_args`), selects in the configured recall mode over the
+session's candidate and relevance indexes (`engine.recall.search`: the same indexes the
+inbox's automatic recall uses), reads only the folders it returns and renders them as
+the recall block renders its entries (`engine.recall.search_answer`).
+
+Writes: an unpaginated call in `fair` / `deterministic` mode records what it showed in
+the recall state (ledger, rotation cursor) and saves `recall-state.json`; a paginated
+call, and every call in `ranked` / `legacy` mode, leaves it untouched. Each call that
+searched appends a `recall` telemetry record (`trigger: "tool"`). Both happen inside the
+commit guard. The block itself never changes, so no new request series is asked for.
+The tool may open a session lazily (`handlers.session_access`): the recall state is only
+saved after a call returned folders, which live in the session's directory, so it never
+writes into a directory the store has not made.
+
+Strikes (`engine.recall.strikes`): consecutive keyword misses in the turn, kept on the
+session (`SessionState.recall_strikes`, carried across an eviction) and reset by the
+next real user message (`handlers.inbox`) or a hit; from the sixth the tool answers
+isError until then.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import structlog
+
+from engine import texts
+from engine.recall import CandidateIndex, RecallState
+from engine.recall.fair import Pick
+from engine.recall.search import SearchPage, commit_search, keyword_query, load_entries, search
+from engine.recall.search_answer import (
+    SearchAnswer,
+    answer_miss_type,
+    refused_answer,
+    render_answer,
+    search_record,
+)
+from engine.recall.search_args import SearchArgs, parse_search_args
+from engine.recall.state import Addition
+from engine.store import CorruptFolder
+from handlers.context import RequestContext
+from handlers.recall_state import candidate_index, ensure_recall_state, relevance_index
+from handlers.tools import Tool, ToolCallParams, ToolResult
+
+if TYPE_CHECKING:
+    from handlers.app import App
+    from handlers.sessions import SessionState
+
+log = structlog.get_logger("rofmd.recall")
+
+NAME = "memory_recall"
+
+
+def _labels(description: str) -> dict[str, Any]:
+    return {"type": "array", "items": {"type": "string"}, "description": description}
+
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "keywords": {"type": "string", "description": texts.RECALL_PARAM_KEYWORDS},
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 20,
+            "description": texts.RECALL_PARAM_LIMIT,
+        },
+        "offset": {
+            "type": "integer",
+            "minimum": 0,
+            "maximum": 10000,
+            "description": texts.RECALL_PARAM_OFFSET,
+        },
+        "timeFrom": {"type": "string", "description": texts.RECALL_PARAM_TIME},
+        "timeTo": {"type": "string", "description": texts.RECALL_PARAM_TIME},
+        "granularity": {
+            "type": "string",
+            "enum": ["day", "month", "year"],
+            "description": texts.RECALL_PARAM_GRANULARITY,
+        },
+        "event": {"type": "string", "description": texts.RECALL_PARAM_EVENT},
+        "events": _labels(texts.RECALL_PARAM_EVENTS),
+        "locations": _labels(texts.RECALL_PARAM_LOCATIONS),
+        "persons": _labels(texts.RECALL_PARAM_PERSONS),
+        "timeText": {"type": "string", "description": texts.RECALL_PARAM_TIME_TEXT},
+        "assistantSaid": {"type": "boolean", "description": texts.RECALL_PARAM_ASSISTANT_SAID},
+    },
+}
+"""No `required`: keywords may be left out when a filter is given (the reference's
+"有任一过滤器时可省"); a call with neither is refused with a readable text."""
+
+
+@dataclass
+class _Searched:
+    page: SearchPage | None
+    index: CandidateIndex | None = None
+    entries: list[tuple[Pick, Addition]] = field(default_factory=list)
+    unreadable: list[CorruptFolder] = field(default_factory=list)
+
+
+def _search(app: App, state: SessionState, rs: RecallState, args: SearchArgs) -> _Searched:
+    """Select and read (blocking; in a worker thread). Changes nothing."""
+    if not args.keywords:
+        return _Searched(None)  # filters only: nothing to search with
+    cfg = app.config.config
+    index = candidate_index(state, cfg)
+    relevance = relevance_index(state, cfg) if cfg.recall.mode == "ranked" else None
+    page = search(
+        index,
+        rs,
+        keyword_query(args.keywords, cfg),
+        cfg,
+        limit=args.limit,
+        offset=args.offset,
+        relevance=relevance,
+        session_key=state.key,
+    )
+    entries, unreadable = load_entries(state.store, page.picks, cfg)
+    return _Searched(page, index, entries, unreadable)
+
+
+async def recall_tool(
+    app: App,
+    state: SessionState,
+    arguments: dict[str, Any],
+    params: ToolCallParams,
+    ctx: RequestContext,
+) -> ToolResult:
+    """Run one memory_recall call."""
+    strikes = state.recall_strikes
+    cfg = app.config.config
+    if strikes.disabled:
+        refused = refused_answer(strikes, cfg)
+        return ToolResult(refused.value, refused.text, is_error=True)
+    args = parse_search_args(arguments, cfg)
+    if args.error is not None:
+        bad = render_answer(args, None, [], cfg)
+        return ToolResult(bad.value, bad.text, is_error=True)
+    started = time.monotonic()
+    rs = await ensure_recall_state(app, state)
+    found = await anyio.to_thread.run_sync(lambda: _search(app, state, rs, args))
+    state.damage.note_unreadable(found.unreadable)
+    state.damage.note_readable([a.id for _, a in found.entries])
+    miss_type = None
+    if found.page is not None:
+        miss_type = answer_miss_type(found.page, len(found.entries), len(found.unreadable))
+        strikes.record(cfg.recall.mode, len(found.entries), miss_type)
+    answer: SearchAnswer = render_answer(
+        args, found.page, found.entries, cfg, unreadable=len(found.unreadable), strikes=strikes
+    )
+    if found.page is not None:
+        record = search_record(
+            args,
+            found.page,
+            found.entries,
+            now_ms=ctx.now_ms,
+            turn=params.turn,
+            round_=rs.round,
+            miss_type=miss_type,
+            strikes=strikes.misses,
+        )
+        record["elapsedMs"] = round((time.monotonic() - started) * 1000, 1)
+        page = found.page
+        picks = [p for p, _ in found.entries]
+        index = found.index
+
+        def write() -> None:
+            if index is not None and commit_search(rs, page, picks, index, cfg):
+                rs.save()
+            try:
+                state.store.append_stats(record)
+            except OSError as exc:  # telemetry never fails a recall
+                log.warning("memory_recall telemetry not written", error=str(exc))
+
+        with ctx.commit_guard():
+            await anyio.to_thread.run_sync(write)
+        log.info(
+            "memory_recall",
+            session_key=state.key,
+            mode=page.mode,
+            found=len(found.entries),
+            paginated=page.paginated,
+            miss_type=miss_type,
+            strikes=strikes.misses,
+        )
+    return ToolResult(answer.value, answer.text, is_error=answer.is_error)
+
+
+TOOL = Tool(
+    name=NAME,
+    description=texts.RECALL_TOOL_DESCRIPTION,
+    parameters=PARAMETERS,
+    handler=recall_tool,
+)
