@@ -58,6 +58,7 @@ from engine.texts import (
 __all__ = [
     "Prepared",
     "RoundOutcome",
+    "added_record",
     "lanes_fingerprint",
     "load_addition",
     "prepare_state",
@@ -323,6 +324,18 @@ def trim_ranked(
     return evicted
 
 
+def added_record(pick: Pick, addition: Addition) -> dict[str, Any]:
+    """One `added` item of a `recall` telemetry record (rounds and memory_recall alike)."""
+    return {
+        "id": addition.id,
+        "alpha": addition.alpha,
+        "beta": addition.beta,
+        "lane": pick.lane,
+        "generation": addition.generation,
+        "chars": addition.chars,
+    }
+
+
 def run_round(
     store: SessionStore | None,
     index: CandidateIndex,
@@ -515,17 +528,7 @@ def run_round(
         "roundBudgetMaxChars": budget,
         "roundBudgetDropped": dropped,
         "roundBudgetChars": chars,
-        "added": [
-            {
-                "id": a.id,
-                "alpha": a.alpha,
-                "beta": a.beta,
-                "lane": p.lane,
-                "generation": a.generation,
-                "chars": a.chars,
-            }
-            for p, a in loaded
-        ],
+        "added": [added_record(p, a) for p, a in loaded],
         "addedChars": sum(a.chars for _, a in kept),
         "addedTokens": sum(estimate_text_tokens(a.text) for _, a in kept),
         "contextWindow": context_window or None,

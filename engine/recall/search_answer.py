@@ -34,6 +34,7 @@ from engine import texts
 from engine.archive.tokens import estimate_text_tokens
 from engine.config import MemoryConfig
 from engine.recall.fair import Pick
+from engine.recall.round import added_record
 from engine.recall.search import SearchPage
 from engine.recall.search_args import LIMIT_MAX, SearchArgs
 from engine.recall.state import Addition
@@ -234,17 +235,7 @@ def search_record(
         "missType": miss_type,
         "strikes": strikes,
         "ignored": list(args.unsupported),
-        "added": [
-            {
-                "id": a.id,
-                "alpha": a.alpha,
-                "beta": a.beta,
-                "lane": p.lane,
-                "generation": a.generation,
-                "chars": a.chars,
-            }
-            for p, a in entries
-        ],
+        "added": [added_record(p, a) for p, a in entries],
         "addedChars": sum(a.chars for _, a in entries),
         "addedTokens": sum(estimate_text_tokens(a.text) for _, a in entries),
     }
