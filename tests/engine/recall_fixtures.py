@@ -104,16 +104,7 @@ class Sim:
 
     def load(self, p: Pick) -> Addition:
         assert self.index is not None
-        f = self.index.folders[self.index.by_id[p.id]]
-        return Addition(
-            id=f.id,
-            alpha=f.alpha,
-            beta=f.beta,
-            created_at_ms=f.created_at,
-            keywords=list(f.keywords),
-            date="d",
-            body=f"user: {f.id}",
-        )
+        return addition_of(self.index.folders[self.index.by_id[p.id]])
 
     def ask(self, text: str, turn: int = 1) -> RoundOutcome:
         assert self.index is not None
@@ -128,3 +119,16 @@ class Sim:
             session_key="sim",
             loader=self.load,
         )
+
+
+def addition_of(f: Any) -> Addition:
+    """What a loader reads for candidate folder `f`: its facts and a one-line body."""
+    return Addition(
+        id=f.id,
+        alpha=f.alpha,
+        beta=f.beta,
+        created_at_ms=f.created_at,
+        keywords=list(f.keywords),
+        date="d",
+        body=f"user: {f.id}",
+    )

@@ -31,6 +31,7 @@ from engine.relevance.index import RelevanceIndex
 from tests.engine.recall_fixtures import (
     BASE_MS,
     Entry,
+    addition_of,
     config,
     new_store,
     with_tz,
@@ -168,16 +169,7 @@ class Lab:
         return [p.id for p in self.page(keywords, **kw).picks]
 
     def load(self, p: Pick) -> Addition:
-        f = self.index.folders[p.n]
-        return Addition(
-            id=f.id,
-            alpha=f.alpha,
-            beta=f.beta,
-            created_at_ms=f.created_at,
-            keywords=list(f.keywords),
-            date="d",
-            body=f"user: {f.id}",
-        )
+        return addition_of(self.index.folders[p.n])
 
 
 def _entries(alphas: list[float], keyword: str = "网关") -> list[Entry]:
