@@ -2,8 +2,9 @@
 
 The engine plans the whole call (`engine.scoring.judge.plan_judge`: validation,
 clamping, cleaning, tags, merge approval, warnings, output text); this handler reads
-the folders it names, then writes every change with one atomic `update_metas`
-(meta.json + index.json) after entering the commit guard, appends the `judge`
+the folders it names, then writes every change with one `update_metas` (the changed
+index rows appended to `index.log.jsonl`, then each meta.json; bytes in proportion to
+the folders judged, not to the index) after entering the commit guard, appends the `judge`
 telemetry record (`scoring.judgeTelemetry`), and, when the task list changed, asks the
 host for a new request series (the task block shrinks; §1.2 "提交评分后会重写头节点")
 and resets the rounds-without-judging counter. The tool only ever touches the calling

@@ -9,10 +9,12 @@ reference's old global layout)::
 
     session.json             {"version": 1, "id": "<session id>", …} (per session only)
     index.json               {"version": 1, "folders": [IndexEntry, …]}
+    index.log.jsonl          rows changed since index.json was written (replayed at
+                             load, folded in by the next index write; see indexfile)
     stats.jsonl              one telemetry object per line
     recall-state.json        owned by the handlers (path: paths.recall_state)
     .commit-<txnId>.json     transaction journal (see below)
-    .reindex.json            only while update_metas() is between meta and index
+    .reindex.json            rows that may lag their meta (older versions' update_metas)
     images/<name>            archived image bytes
     images/index.json        {"version": 1, "images": [{"name", "folderId", …}]}
     mem-YYYYMMDDTHHMMSSZ-NNNN/meta.json     FolderMeta

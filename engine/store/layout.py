@@ -37,6 +37,11 @@ class SessionPaths:
         return self.dir / "index.json"
 
     @property
+    def index_log(self) -> Path:
+        """Index rows changed since ``index.json`` was last written (see ``indexfile``)."""
+        return self.dir / "index.log.jsonl"
+
+    @property
     def stats(self) -> Path:
         return self.dir / "stats.jsonl"
 
@@ -46,7 +51,8 @@ class SessionPaths:
 
     @property
     def reindex_marker(self) -> Path:
-        """Lists folders whose index rows may lag their meta (see ``update_metas``)."""
+        """Lists folders whose index rows may lag their meta (written by older versions'
+        ``update_metas``; recovery still honours it)."""
         return self.dir / ".reindex.json"
 
     @property

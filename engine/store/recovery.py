@@ -8,6 +8,13 @@ directory. It makes the directory consistent again after any crash:
 * ``index.json`` missing or corrupt → rebuilt from the folders (reported);
   entries that fail validation or repeat an id are dropped (their folder, if
   present, is re-adopted from its meta);
+* ``index.log.jsonl`` (rows changed since ``index.json`` was written, see
+  :mod:`engine.store.indexfile`) is replayed over it: each logged row applies over
+  the row it replaced and is a no-op over itself; a folder whose row is neither (an
+  other writer changed ``index.json``) is re-read from its ``meta.json``, and so are
+  the folders of the last record, whose metas are written after it (a crash there
+  leaves some of them old). A row that had to change is reported as reindexed, and
+  the index is then rewritten, which drops the log; a torn line is skipped;
 * journals ``.commit-<txn>.json``:
   ``pending`` (crash mid-commit) → complete folders it lists are adopted,
   incomplete ones removed (they were never answered to the host, nothing is
@@ -40,7 +47,15 @@ from engine.store.errors import CorruptFolderError
 from engine.store.folders import read_meta, validate_folder
 from engine.store.ids import is_folder_id, is_safe_name
 from engine.store.images import ImagesIndex, image_row
-from engine.store.indexfile import IndexStatus, read_index, write_index
+from engine.store.indexfile import (
+    IndexStatus,
+    file_size,
+    read_index,
+    read_index_log,
+    remove_index_log,
+    replay_index_log,
+    write_index,
+)
 from engine.store.layout import JOURNAL_PREFIX, STAGING_PREFIX, SessionPaths
 from engine.store.records import FolderMeta, IndexEntry, JournalRecord, index_row_from_meta
 
@@ -84,6 +99,11 @@ class LoadReport:
     reindexed: list[str] = field(default_factory=list)
     journals: list[JournalOutcome] = field(default_factory=list)
     temp_removed: list[str] = field(default_factory=list)
+    log_records: int = 0
+    """Records of ``index.log.jsonl`` replayed (normal: judge calls since the last
+    index write)."""
+    log_skipped: int = 0
+    """Lines of ``index.log.jsonl`` that could not be read (a crash tore the last one)."""
 
     @property
     def clean(self) -> bool:
@@ -108,6 +128,10 @@ class RecoveredState:
     images: ImagesIndex
     report: LoadReport
     seen_ids: set[str]
+    index_bytes: int = 0
+    """Size of ``index.json`` as left on disk (the log's budget follows it)."""
+    log_bytes: int = 0
+    """Size of ``index.log.jsonl`` as left on disk (0: none)."""
 
 
 class _Recovery:
@@ -123,6 +147,7 @@ class _Recovery:
         self.folder_dirs: set[str] = set()
         self.removed: set[str] = set()
         self.to_unlink: list[Any] = []
+        self.log_bytes = 0
 
     # -- helpers ---------------------------------------------------------
     def _ensure_images(self) -> None:
@@ -194,6 +219,46 @@ class _Recovery:
             if entry.idempotencyKey is not None:
                 self.by_key.setdefault(entry.idempotencyKey, entry.id)
         return extra
+
+    def replay_log(self) -> None:
+        log = read_index_log(self.paths)
+        self.log_bytes = log.size
+        self.report.log_records = len(log.records)
+        self.report.log_skipped = log.skipped
+        replay = replay_index_log(self.rows, log)
+        recheck = replay.conflicts | replay.before_last.keys()
+        for fid, row in replay.original.items():
+            if fid in recheck or row is self.rows[fid]:
+                continue
+            try:
+                self.entries[fid] = IndexEntry.model_validate(self.rows[fid])
+            except ValidationError:
+                recheck.add(fid)
+                replay.conflicts.add(fid)
+        if replay.conflicts:
+            self.index_changed = True  # fold the log in now: it disagrees with index.json
+        for fid in sorted(recheck):
+            base = replay.before_last.get(fid, self.rows[fid])
+            self._recheck(fid, base, replay.original[fid])
+
+    def _recheck(self, fid: str, base: dict[str, Any], original: dict[str, Any]) -> None:
+        """Make a logged row its meta's: ``base`` is the row the meta was written over,
+        ``original`` the row of ``index.json`` (kept if nothing better validates)."""
+        logged = self.rows[fid]
+        try:
+            row = index_row_from_meta(read_meta(self.paths, fid), base)
+        except CorruptFolderError as exc:
+            self._unreadable(fid, exc.reason)
+            row = logged  # the log's word stands while the meta cannot be read
+        try:
+            entry = IndexEntry.model_validate(row)
+        except ValidationError:
+            row, entry = original, IndexEntry.model_validate(original)
+        self.rows[fid] = row
+        self.entries[fid] = entry
+        if row != logged:
+            self.report.reindexed.append(fid)
+            self.index_changed = True
 
     def apply_reindex_marker(self) -> None:
         marker = self.paths.reindex_marker
@@ -343,6 +408,7 @@ def recover(paths: SessionPaths) -> RecoveredState:
     rec = _Recovery(paths)
     journals, staging = rec.scan()
     extra = rec.load_index()
+    rec.replay_log()
     rec.apply_reindex_marker()
     for name in journals:
         rec.journal(name)
@@ -351,9 +417,13 @@ def recover(paths: SessionPaths) -> RecoveredState:
         rec.report.temp_removed.append(name)
     rec.orphans()
     rec.missing()
+    index_bytes = file_size(paths.index)
     if rec.index_changed and (rec.rows or rec.report.index_status != "missing"):
-        write_index(paths, rec.rows.values(), extra)
+        index_bytes = write_index(paths, rec.rows.values(), extra)
         rec.report.index_rewritten = True
+        rec.log_bytes = _drop_log(paths, rec.log_bytes)
+    elif not rec.rows:
+        rec.log_bytes = _drop_log(paths, rec.log_bytes)  # nothing it could apply to
     if rec.images_changed:
         rec.images.write()
     for path in rec.to_unlink:
@@ -368,4 +438,12 @@ def recover(paths: SessionPaths) -> RecoveredState:
         images=rec.images,
         report=rec.report,
         seen_ids=seen,
+        index_bytes=index_bytes,
+        log_bytes=rec.log_bytes,
     )
+
+
+def _drop_log(paths: SessionPaths, size: int) -> int:
+    if size or paths.index_log.exists():
+        remove_index_log(paths)
+    return 0

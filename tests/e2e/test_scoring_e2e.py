@@ -15,7 +15,8 @@ from engine import texts
 from engine.scoring.budget import estimate_tokens
 from engine.scoring.rules import rules_text
 from engine.scoring.task_block import rubric_lines
-from engine.store import open_session, read_jsonl
+from engine.store import SessionPaths, open_session, read_jsonl
+from engine.store.indexfile import read_index, read_index_log, replay_index_log
 from tests.e2e.harness import DaemonProcess, LineSocket, running_daemon, short_tmpdir
 from tests.engine.scoring_fixtures import assistant, tool_result, user, write_pending
 
@@ -121,8 +122,14 @@ def metas(d: DaemonProcess, session: str) -> dict[str, dict[str, Any]]:
 
 
 def index_rows(d: DaemonProcess, session: str) -> dict[str, dict[str, Any]]:
-    doc = orjson.loads((store_dir(d, session) / "index.json").read_bytes())
-    return {row["id"]: row for row in doc["folders"]}
+    """The index rows on disk as a load sees them: index.json, then the rows that
+    memory_judge logged since (index.log.jsonl), read without writing anything."""
+    paths = SessionPaths(root=d.memory_root, dir=store_dir(d, session))
+    raw, _, status = read_index(paths)
+    assert status == "ok"
+    rows = {row["id"]: row for row in raw}
+    assert not replay_index_log(rows, read_index_log(paths)).conflicts
+    return rows
 
 
 def test_initialize_lists_memory_judge(client: Client) -> None:

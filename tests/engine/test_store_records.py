@@ -77,8 +77,10 @@ def test_update_meta_preserves_unknown_fields_and_deletes_with_none(tmp_path: Pa
     store.update_meta(fid, {"events": None, "event": None})
     on_disk = read_json(store.dir / fid / "meta.json")
     assert "events" not in on_disk and "event" not in on_disk
-    row = next(r for r in read_json(store.paths.index)["folders"] if r["id"] == fid)
-    assert "events" not in row and row["eventSource"] == "llm"
+    # the row as the next load sees it: index.json plus the rows logged since
+    again = open_session(tmp_path, "s1").get_entry(fid)
+    assert again.events is None and again.eventSource == "llm"
+    assert again == store.get_entry(fid)
     assert not store.paths.reindex_marker.exists()
     with pytest.raises(ValueError, match="cannot be changed"):
         store.update_meta(fid, {"id": "mem-other"})
@@ -86,28 +88,33 @@ def test_update_meta_preserves_unknown_fields_and_deletes_with_none(tmp_path: Pa
         store.update_meta("mem-20990101T000000Z-0001", {"alpha": 1})
 
 
-def test_update_interrupted_before_index_is_repaired_at_load(
+def test_update_interrupted_before_its_metas_is_repaired_at_load(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The rows are logged before the metas are written: a crash in between leaves the
+    log claiming a row its meta does not have; the load takes the meta's."""
     store = old_store(tmp_path)
     fid = str(OLD_META["id"])
 
-    class CrashOnIndex(FsOps):
+    class CrashOnMeta(FsOps):
         def replace(self, src: Path, dst: Path) -> None:
-            if dst == store.paths.index:
+            if dst.name == "meta.json":
                 raise OSError("crash")
             super().replace(src, dst)
 
-    monkeypatch.setattr(jsonio, "fs", CrashOnIndex())
+    monkeypatch.setattr(jsonio, "fs", CrashOnMeta())
     with pytest.raises(OSError):
         store.update_meta(fid, {"alpha": 0.3, "scored": True, "judgedAt": NOW})
     monkeypatch.setattr(jsonio, "fs", FsOps())
-    stale = next(r for r in read_json(store.paths.index)["folders"] if r["id"] == fid)
-    assert stale["alpha"] == 0.85
+    assert store.get_entry(fid).alpha == 0.85  # the store follows the meta, not the log
+    logged = read_json(store.paths.index_log)["rows"][0]["row"]
+    assert logged["alpha"] == 0.3
     again = open_session(tmp_path, "s1")
     assert again.load_report.reindexed == [fid]
-    assert again.get_entry(fid).alpha == 0.3
-    assert not again.paths.reindex_marker.exists()
+    assert again.get_entry(fid).alpha == 0.85
+    assert not again.paths.index_log.exists()  # folded into index.json at that load
+    row = next(r for r in read_json(again.paths.index)["folders"] if r["id"] == fid)
+    assert row["alpha"] == 0.85
 
 
 def test_invalid_update_writes_nothing(tmp_path: Path) -> None:

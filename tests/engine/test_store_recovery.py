@@ -254,6 +254,14 @@ def test_unknown_index_fields_and_top_level_keys_preserved(tmp_path: Path) -> No
     store.paths.index.write_bytes(orjson.dumps(doc))
     again = open_session(tmp_path, "s1")
     again.update_meta(a.id, {"alpha": 0.7, "scored": True})
+    # the update is logged (index.log.jsonl) with the extras; the next index write has it
+    replayed = open_session(tmp_path, "s1").get_entry(a.id)
+    assert replayed.pendingEra == "legacy" and replayed.model_extra == {
+        "futureField": {"x": [1, 2]}
+    }
+    assert replayed.alpha == 0.7
+    commit(again, "b", 2)
+    assert not again.paths.index_log.exists()
     out = read_json(store.paths.index)
     assert out["generator"] == "dsh-rofm 1.5.6"
     row = out["folders"][0]
