@@ -12,12 +12,14 @@ import anyio
 import orjson
 
 from bench.archive import run_archive
+from bench.judge import run_judge_bench
 from bench.ping import run_ping
 from bench.ranked import run_ranked_bench
 from bench.recall import run_recall_bench
+from bench.status import run_status
 from tests.e2e.harness import running_daemon
 
-_PARTS = ("ping", "archive", "recall", "ranked")
+_PARTS = ("ping", "archive", "recall", "ranked", "judge", "status")
 
 
 def _print_rows(title: str, rows: list[dict[str, Any]]) -> None:
@@ -48,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     parts = set(args.only or _PARTS)
     scale = 10 if args.quick else 1
     results: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    if parts & {"ping", "archive"}:
+    if parts & {"ping", "archive", "status"}:
         _daemon_parts(parts, scale, results)
     sizes = args.sizes or ((1000, 10000) if args.quick else (1000, 10000, 100000))
     if "recall" in parts:
@@ -65,6 +67,14 @@ def main(argv: list[str] | None = None) -> int:
             "ranked recall (selection, and the whole round) vs bm25s top-10"
             " (same folders' documents, same query terms, interleaved)",
             ranked_rows,
+        )
+    if "judge" in parts:
+        judge_rows = run_judge_bench(sizes, 20 if scale == 1 else 4)
+        results["judge"] = judge_rows
+        _print_rows(
+            "memory_judge of 5 folders: plan, metas + index rows, telemetry (medians; ratio: to"
+            " writing the same meta.json bytes atomically; bytes through the store's fs seam)",
+            judge_rows,
         )
     out = args.json or Path("bench/results/latest.json")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -85,9 +95,17 @@ def _daemon_parts(parts: set[str], scale: int, results: dict[str, Any]) -> None:
             ]
             rows[2]["clients"] = "50 (sess)"
         archive_rows = run_archive(d.socket_path, max(3, 20 // scale)) if "archive" in parts else []
+        status_rows = [run_status(d.socket_path, 30 // scale)] if "status" in parts else []
     if rows:
         results["ping"] = rows
         _print_rows("ping round trips (one daemon process, clients on one event loop)", rows)
+    if status_rows:
+        results["status"] = status_rows
+        _print_rows(
+            "`rofmd status` as a command against this daemon (medians; ratio: to"
+            " `python -c pass`, interleaved)",
+            status_rows,
+        )
     if archive_rows:
         results["archive"] = archive_rows
         _print_rows(

@@ -4,6 +4,13 @@ Client commands share `--socket` (else `ROFMD_SOCKET_PATH`, else the protocol's
 default path). Every command that a person might script takes `--json`.
 Exit codes: 0 success, 1 failure (daemon unreachable, a doctor check failed,
 bad input); bad arguments are argparse's 2 (`rofmd engine`: 1).
+
+A client command is one short request, so what it imports is most of its cost: this
+module imports only argparse, orjson and the standard library at the top, each
+command what it uses, and the parser builds the `engine` and `simulate` commands
+(which import the engine) only when one of them is asked for. `status` and `reload`
+talk to the daemon over a blocking socket (:func:`rofmd.wire.call_once`), without
+starting an event loop; a test holds their import closure to that.
 """
 
 from __future__ import annotations
@@ -15,10 +22,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import anyio
 import orjson
 
-from rofmd.version import version
+LIGHT_COMMANDS = frozenset({"serve", "status", "reload", "doctor", "demo", "replay"})
+"""Commands the parser can be built for without the `engine` and `simulate` ones."""
 
 
 def _settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -27,11 +34,11 @@ def _settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _socket_path(args: argparse.Namespace) -> Path:
-    from rofmd.settings import DaemonSettings
+    from rofmd.socket_location import client_socket_path
 
     if args.socket_path is not None:
         return Path(args.socket_path)
-    return DaemonSettings().socket_path
+    return client_socket_path()
 
 
 def _print_json(obj: Any) -> None:
@@ -66,17 +73,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve(settings)
 
 
-async def _with_client(path: Path, method: str) -> Any:
-    from rofmd.client import RofmdClient
-
-    async with RofmdClient.connect(path) as client:
-        return await client.call(method, timeout=10)
-
-
 def _client_call(args: argparse.Namespace, method: str) -> tuple[int, Any]:
+    from rofmd.wire import call_once
+
     path = _socket_path(args)
     try:
-        return 0, anyio.run(_with_client, path, method)
+        return 0, call_once(path, method, timeout=10)
+    except TimeoutError as exc:
+        print(f"rofmd: {method} failed: {exc}", file=sys.stderr)
+        return 1, None
     except OSError as exc:
         print(f"rofmd: cannot reach the daemon at {path}: {exc.strerror or exc}", file=sys.stderr)
         print(
@@ -190,6 +195,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Play the shipped conversation through a daemon and show what memory did."""
+    import anyio
+
     from rofmd.demo import run_demo
     from rofmd.logs import configure_logging
 
@@ -199,6 +206,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Drive a recorded DSH v4 session through a daemon."""
+    import anyio
+
     from rofmd.logs import configure_logging
     from rofmd.replay import run_replay
 
@@ -217,12 +226,34 @@ def cmd_replay(args: argparse.Namespace) -> int:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The `rofmd` argument parser."""
+class _VersionAction(argparse.Action):
+    """`--version`, reading the installed metadata only when asked (it costs more than a
+    `status` request)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        kwargs.setdefault("help", "show program's version number and exit")
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        from rofmd.version import version
+
+        sys.stdout.write(f"rofmd {version()}\n")
+        parser.exit()
+
+
+def build_parser(*, full: bool = True) -> argparse.ArgumentParser:
+    """The `rofmd` argument parser; ``full=False`` leaves out `engine` and `simulate`
+    (for a command line that names another command: see :func:`main`)."""
     parser = argparse.ArgumentParser(
         prog="rofmd", description="Long-term memory daemon for LLM agent hosts."
     )
-    parser.add_argument("--version", action="version", version=f"rofmd {version()}")
+    parser.add_argument("--version", action=_VersionAction, dest="version")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def common(p: argparse.ArgumentParser) -> None:
@@ -278,17 +309,26 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--json", action="store_true", help="machine-readable output")
     replay.set_defaults(func=cmd_replay)
 
-    from rofmd.engine_cli import add_engine_parser
-    from rofmd.simulate import add_simulate_parser
+    if full:
+        from rofmd.engine_cli import add_engine_parser
+        from rofmd.simulate import add_simulate_parser
 
-    add_engine_parser(sub)
-    add_simulate_parser(sub)
+        add_engine_parser(sub)
+        add_simulate_parser(sub)
     return parser
+
+
+def _command(argv: Sequence[str]) -> str | None:
+    """The command a command line names: its first word that is not an option (the top
+    level has no option that takes a value)."""
+    return next((word for word in argv if not word.startswith("-")), None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console script entry point."""
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    full = _command(words) not in LIGHT_COMMANDS  # help and errors list every command
+    args = build_parser(full=full).parse_args(words)
     code: int = args.func(args)
     return code
 

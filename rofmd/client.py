@@ -2,7 +2,8 @@
 
 One connection, pipelined: every call gets a fresh id and waits for its own
 answer, so many tasks may share a client. A background task reads answers and
-hands each to the waiting call.
+hands each to the waiting call. A command that sends one request and exits
+(`rofmd status`) uses :func:`rofmd.wire.call_once` instead: no event loop to start.
 """
 
 from __future__ import annotations
@@ -17,21 +18,9 @@ import anyio
 import orjson
 from anyio.abc import ByteStream, TaskGroup
 
-from rofmd.jsonrpc import CANCEL_METHOD, encode
-
-
-class RpcError(Exception):
-    """An error answer: `code`, `message` and `data` as the daemon sent them."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
-        self.data = data
-
-
-class ConnectionLost(Exception):
-    """The daemon closed the connection before answering."""
+from rofmd.wire import CANCEL_METHOD, encode, unwrap
+from rofmd.wire import ConnectionLost as ConnectionLost
+from rofmd.wire import RpcError as RpcError
 
 
 class _Waiter:
@@ -111,7 +100,7 @@ class RofmdClient:
     async def call(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
         """Send a request and return its `result`, raising `RpcError` on an error answer."""
         answer = await self.request(method, params, timeout=timeout)
-        return _unwrap(answer)
+        return unwrap(answer)
 
     async def request(
         self, method: str, params: Any = None, *, timeout: float | None = None, id_: Any = None
@@ -213,10 +202,3 @@ class RofmdClient:
         """`prompt/sections` for a session."""
         result: dict[str, Any] = await self.call("prompt/sections", {"session": {"id": session_id}})
         return result
-
-
-def _unwrap(answer: dict[str, Any]) -> Any:
-    if "error" in answer:
-        err = answer["error"]
-        raise RpcError(int(err.get("code", 0)), str(err.get("message", "")), err.get("data"))
-    return answer.get("result")

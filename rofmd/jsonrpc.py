@@ -28,12 +28,13 @@ import orjson
 
 from handlers.errors import INVALID_REQUEST, PARSE_ERROR
 from handlers.params import MAX_ID_CHARS
+from rofmd.wire import CANCEL_METHOD as CANCEL_METHOD  # shared with the clients
+from rofmd.wire import I64_MIN as _I64_MIN
+from rofmd.wire import U64_MAX as _U64_MAX
+from rofmd.wire import encode as encode
 
 JsonId = str | int | float | None
 _MISSING = object()
-CANCEL_METHOD: Final = "$/cancelRequest"
-_I64_MIN: Final = -(2**63)
-_U64_MAX: Final = 2**64 - 1
 _INT_DIGITS: Final = 20
 """Digits of the longest integer orjson reads as an integer (2**64 - 1)."""
 _TOO_LONG: Final = f"id longer than {MAX_ID_CHARS} characters"
@@ -255,20 +256,3 @@ def parse_line(line: bytes) -> Parsed:
             )
         return Parsed([_to_call(item) for item in obj], True)
     return Parsed([_to_call(obj)], False)
-
-
-def _wire_id(message: Any) -> Any:
-    """An answer whose integer id orjson cannot write (beyond 64 bits) carries it as a
-    fragment: the client gets back exactly the digits it sent."""
-    if isinstance(message, list):
-        return [_wire_id(m) for m in message]
-    if isinstance(message, dict):
-        rid = message.get("id")
-        if type(rid) is int and not _I64_MIN <= rid <= _U64_MAX:
-            return {**message, "id": orjson.Fragment(str(rid).encode())}
-    return message
-
-
-def encode(message: Any) -> bytes:
-    """One NDJSON line. Non-JSON values (a stray object in a result) become strings."""
-    return orjson.dumps(_wire_id(message), default=str) + b"\n"

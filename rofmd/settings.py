@@ -15,16 +15,9 @@ from typing import Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from rofmd.socket_location import default_socket_path as default_socket_path
+
 MIB = 1024 * 1024
-
-
-def default_socket_path(environ: dict[str, str] | None = None, uid: int | None = None) -> Path:
-    """PROTOCOL.md §1: `$XDG_RUNTIME_DIR/rofmd/rofmd.sock`, else `/tmp/rofmd-<uid>/rofmd.sock`."""
-    env = os.environ if environ is None else environ
-    runtime = env.get("XDG_RUNTIME_DIR")
-    if runtime:
-        return Path(runtime) / "rofmd" / "rofmd.sock"
-    return Path("/tmp") / f"rofmd-{os.getuid() if uid is None else uid}" / "rofmd.sock"
 
 
 def default_config_dir(environ: dict[str, str] | None = None) -> Path:
