@@ -15,6 +15,11 @@ the vocabulary (the common ones included, as real questions do).
 * rofmd round: the whole `run_round` (query analysis, keyword candidates, selection,
   commit, block trimming, rendering) with an in-memory loader instead of the disk
   read of the picked folders, a fresh state per query.
+* first recall after a restart: the index's snapshot (`engine.relevance.snapshot`)
+  loaded from a file, synced to the same entries (every entry checked against its
+  stored key; no text read, which the run asserts) and one `select_ranked`, next to the
+  full build it replaces (`build_s`, which reads the texts from memory: from disk it is
+  slower still). Median of 3 loads from the page cache; `snapshot_mb` is the file.
 
 The two are timed interleaved, query by query, so the machine's state is shared.
 Reported: medians and p99 (ms), the ratio of the medians, build times and the traced
@@ -26,9 +31,11 @@ from __future__ import annotations
 import gc
 import random
 import statistics
+import tempfile
 import time
 import tracemalloc
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from bench.recall import percentile
@@ -37,7 +44,9 @@ from engine.recall.fair import Pick
 from engine.recall.ranked import select_ranked
 from engine.relevance.analyzer import search_terms
 from engine.relevance.index import FIELD_BOOSTS, RelevanceIndex
-from tests.engine.recall_fixtures import Entry, config
+from engine.relevance.snapshot import read_snapshot, write_snapshot
+from engine.store import IndexEntry
+from tests.engine.recall_fixtures import config
 
 _EN = [
     "budget",
@@ -108,11 +117,11 @@ def _zipf(rng: random.Random, vocab: list[str]) -> str:
     return vocab[min(len(vocab) - 1, int(len(vocab) * rng.random() ** 3))]
 
 
-def make_corpus(n: int, seed: int = 11) -> tuple[list[Entry], dict[str, str], list[str]]:
+def make_corpus(n: int, seed: int = 11) -> tuple[list[IndexEntry], dict[str, str], list[str]]:
     rng = random.Random(seed)
     vocab = _vocab(rng, max(3000, n // 3))
     base = 1_780_000_000_000
-    entries: list[Entry] = []
+    entries: list[IndexEntry] = []
     texts: dict[str, str] = {}
     for i in range(n):
         fid = f"mem-{i:08d}"
@@ -122,13 +131,14 @@ def make_corpus(n: int, seed: int = 11) -> tuple[list[Entry], dict[str, str], li
         ]
         texts[fid] = "\n".join(lines)
         kws = list(dict.fromkeys(_zipf(rng, vocab) for _ in range(rng.randint(3, 16))))
-        entries.append(Entry(fid, round(rng.uniform(0.01, 1.0), 4), base + i * 1000, kws))
+        alpha = round(rng.uniform(0.01, 1.0), 4)
+        entries.append(IndexEntry(id=fid, alpha=alpha, createdAt=base + i * 1000, keywords=kws))
     queries = [" ".join(_zipf(rng, vocab) for _ in range(rng.randint(2, 6))) for _ in range(300)]
     return entries, texts, queries
 
 
 def _documents(
-    index: RelevanceIndex, entries: list[Entry], texts: dict[str, str]
+    index: RelevanceIndex, entries: list[IndexEntry], texts: dict[str, str]
 ) -> list[list[str]]:
     """Each folder's terms as the relevance index counts them, for bm25s."""
     docs: list[list[str]] = []
@@ -139,6 +149,49 @@ def _documents(
                 counts[term] += FIELD_BOOSTS["keywords"]
         docs.append([t for t, c in sorted(counts.items()) for _ in range(c)])
     return docs
+
+
+def _restart(
+    rel: RelevanceIndex, entries: list[IndexEntry], index: CandidateIndex, query: str
+) -> dict[str, Any]:
+    """Snapshot `rel`, then time load + sync + one selection (module docstring)."""
+    cfg = config(mode="ranked")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "snapshot"
+        t0 = time.perf_counter()
+        size = write_snapshot(path, rel, owner="bench", text_version="bench")
+        write_s = time.perf_counter() - t0
+        runs: list[tuple[float, float, float]] = []
+        for _ in range(3):
+            reads: list[str] = []
+
+            def text_of(fid: str, reads: list[str] = reads) -> str:
+                reads.append(fid)
+                return ""
+
+            gc.collect()
+            t1 = time.perf_counter()
+            restored = read_snapshot(
+                path, text_of, owner="bench", extra_stopwords=(), text_version="bench"
+            )
+            t2 = time.perf_counter()
+            restored.sync(entries)
+            t3 = time.perf_counter()
+            q = analyze_query(query, cfg)
+            matches = index.match(q, min_alpha=cfg.recall.min_alpha)
+            select_ranked(restored, index, matches, q, RecallState(persist=False), cfg, 10)
+            t4 = time.perf_counter()
+            assert not reads, "a restart read folder texts"
+            runs.append((t2 - t1, t3 - t2, t4 - t1))
+            del restored
+    load_s, sync_s, total_s = (statistics.median(r[i] for r in runs) for i in range(3))
+    return {
+        "restart_s": round(total_s, 3),
+        "load_s": round(load_s, 3),
+        "check_s": round(sync_s, 3),
+        "snapshot_mb": round(size / 1e6, 1),
+        "snap_write_s": round(write_s, 2),
+    }
 
 
 def run_ranked_bench(sizes: tuple[int, ...], queries_per_size: int = 300) -> list[dict[str, Any]]:
@@ -213,6 +266,7 @@ def run_ranked_bench(sizes: tuple[int, ...], queries_per_size: int = 300) -> lis
         sel_med, sel0_med, bm_med, round_med = (
             statistics.median(x) for x in (sel_ms, sel0_ms, bm_ms, round_ms)
         )
+        restart = _restart(rel, entries, index, queries[0])
         rows.append(
             {
                 "folders": n,
@@ -226,6 +280,8 @@ def run_ranked_bench(sizes: tuple[int, ...], queries_per_size: int = 300) -> lis
                 "nopassage/bm25s": round(sel0_med / bm_med, 2) if bm_med else None,
                 "round/bm25s": round(round_med / bm_med, 2) if bm_med else None,
                 "build_s": round(build_s, 2),
+                **restart,
+                "restart/build": round(restart["restart_s"] / build_s, 4) if build_s else None,
                 "bm25s_build_s": round(bm_build, 2),
                 "index_mb": round(mem_mb, 1),
                 "picks/q": round(picked / len(queries), 1),

@@ -11,8 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import anyio
+
 from engine.config import resolve_memory_root
 from handlers.config_state import ConfigState
+from handlers.relevance_snapshots import save_loaded
 from handlers.sessions import SessionRegistry
 
 
@@ -60,6 +63,13 @@ class App:
             state_dir=self.paths.state_dir,
             home=self.paths.home,
         )
+
+    async def shutdown(self, timeout: float) -> None:
+        """The daemon stops (its requests drained): write the derived data only memory
+        holds, the relevance index snapshots with unsaved changes, waiting up to
+        `timeout` seconds (shielded: a cancelled shutdown does not abandon them)."""
+        with anyio.CancelScope(shield=True):
+            await save_loaded(self.sessions, timeout)
 
     @property
     def enabled(self) -> bool:

@@ -13,6 +13,7 @@ folder is unreadable, folders the relevance index could not read.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 import anyio
@@ -30,6 +31,7 @@ from engine.recall import (
 )
 from engine.relevance.folder_text import synced_index
 from engine.relevance.index import RelevanceIndex
+from handlers.relevance_snapshots import after_sync, before_load, note_loaded
 
 if TYPE_CHECKING:
     from handlers.app import App
@@ -88,17 +90,21 @@ def candidate_index(state: SessionState, cfg: MemoryConfig) -> CandidateIndex:
 
 def relevance_index(state: SessionState, cfg: MemoryConfig) -> RelevanceIndex:
     """The session's BM25F index for the store's current version (blocking; call in a
-    thread): built once, then synced in place on every store change
-    (`engine.relevance.folder_text.synced_index`)."""
+    thread): loaded from its snapshot (else built from the folders) once, then synced in
+    place on every store change (`engine.relevance.folder_text.synced_index`); its
+    snapshot is rewritten when one is due (`handlers.relevance_snapshots`)."""
     cached = state.relevance_index
     state.relevance_index = None  # never leave a half-synced index in the cache
-    index, unreadable = synced_index(
-        cached if isinstance(cached, RelevanceIndex) else None,
-        state.store,
-        cfg.keywords.extra_stopwords,
-    )
+    started = time.monotonic()
+    if not isinstance(cached, RelevanceIndex):
+        cached = None
+        before_load(state)  # a write of this session's snapshot may still be running
+    index, unreadable = synced_index(cached, state.store, cfg.keywords.extra_stopwords)
+    if cached is None:
+        note_loaded(state, index, time.monotonic() - started)
     state.relevance_index = index
     state.damage.note_unreadable(unreadable)
+    after_sync(index)
     return index
 
 

@@ -35,6 +35,7 @@ from engine.recall_view import RecallBlockView
 from engine.store import LoadReport, SessionStore, open_session, safe_session_id
 from handlers.archive_state import ArchiveState
 from handlers.damage import DamageLedger
+from handlers.relevance_snapshots import on_unload
 from handlers.session_residue import Residue, capture, releasable, restore
 
 log = structlog.get_logger("rofmd.sessions")
@@ -176,12 +177,15 @@ class SessionRegistry:
         return state
 
     def dispose(self, session_id: str) -> bool:
-        """Drop the in-memory state; nothing on disk changes. No residue is kept: a later
-        request loads the session afresh, as after a restart."""
+        """Drop the in-memory state; nothing on disk changes but the relevance index's
+        snapshot (derived data, `handlers.relevance_snapshots`). No residue is kept: a
+        later request loads the session afresh, as after a restart."""
         key = self.key_for(session_id)
         self._residues.pop(key, None)
-        if self._sessions.pop(key, None) is None:
+        state = self._sessions.pop(key, None)
+        if state is None:
             return False
+        on_unload(state)
         self._unloaded(key, "disposed")
         return True
 
@@ -195,6 +199,7 @@ class SessionRegistry:
             return False
         residue = capture(state)
         del self._sessions[key]
+        on_unload(state)
         if residue is not None:
             self._residues[key] = residue
             while len(self._residues) > MAX_RESIDUES:

@@ -326,6 +326,7 @@ class Daemon:
                         await shutdown.wait()
                         self.notifier.stopping()
                         await self._drain(conns)
+                    await self.app.shutdown(self.settings.shutdown_deadline)
                     work.cancel_scope.cancel()
                 # The watcher polls in a worker thread and returns within one step once
                 # the shutdown event is set; waiting for it (rather than cancelling it)

@@ -34,22 +34,44 @@ the text (`engine.relevance.passages`).
 A folder's text is read once, when it is added; its terms are kept once, in the
 passage store (term and tf per line): a judge that rewrites its keywords gets the
 text terms back from there, reading nothing, and keeps its passages.
+
+An index can be stored and restored (`engine.relevance.snapshot`). A restored index
+does not trust what it restored: its first sync compares each entry with the key stored
+for its document (`engine.relevance.entry_keys`: the fields its terms come from, and
+what tells one folder's text from another's under a reused id) and indexes again, as a
+sync would, every folder that changed, appeared, went, or whose text could not be read
+then; the rest is taken as it is, reading nothing. So a restored-then-synced index
+holds what a fresh build would, bit for bit (a property test holds it to one).
 """
 
 from __future__ import annotations
 
 import math
+import operator
+import threading
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, compress, repeat
 from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
+import orjson
 
 from engine.relevance.analyzer import search_terms, search_terms_by_line
+from engine.relevance.entry_keys import (
+    ALPHA,
+    FIELDS,
+    TEXT,
+    StoredFields,
+    StoredKeys,
+    collection_paused,
+    entry_keys,
+    key_id,
+    key_scored,
+)
 from engine.relevance.maxscore import Term, contenders
 from engine.relevance.passages import BM25_B, BM25_K1, PassageStore, quantise_length
 from engine.relevance.postings import Postings
@@ -98,6 +120,20 @@ def _signature(entry: Any) -> tuple[Any, ...]:
     )
 
 
+_id_of = operator.attrgetter("id")
+_alpha_of = operator.attrgetter("alpha")
+
+
+@dataclass(slots=True)
+class _Restored:
+    """What a restored index has not checked yet: the stored keys of its live documents
+    (`engine.relevance.entry_keys`), and the documents whose text could not be read when
+    they were indexed."""
+
+    keys: StoredKeys
+    unread: frozenset[int]
+
+
 def _count(terms: Iterable[str], boost: int, into: Counter[str]) -> None:
     for t in terms:
         into[t] += boost
@@ -110,23 +146,35 @@ def _kth_largest(values: npt.NDArray[np.float64], k: int) -> float:
 class RelevanceIndex:
     """Postings of search terms over the session's scored folders.
 
-    `text_of(folder_id)` gives a folder's searchable text (the caller reads the disk);
-    it is called once per folder id over the index's life.
+    `text_of(folder_id)` gives a folder's searchable text (the caller reads the disk),
+    None when it could not be read (the folder is found by its fields alone, and a
+    restored copy reads it again); it is called once per folder id over the index's
+    life.
+
+    `lock` is held while the index changes (`sync`) and while a snapshot is taken of it,
+    so a snapshot written from another thread sees one state; queries only read and
+    need not take it.
     """
 
     def __init__(
-        self, text_of: Callable[[str], str], *, extra_stopwords: Sequence[str] = ()
+        self, text_of: Callable[[str], str | None], *, extra_stopwords: Sequence[str] = ()
     ) -> None:
         self._text_of = text_of
         self.extra_stopwords = tuple(extra_stopwords)
         self.version: Any = None
+        self.lock = threading.Lock()
+        self.unsaved = 0
+        """Documents added, changed or removed since the last snapshot (or the start)."""
+        self.saved = False
+        """Restored from a snapshot, or one was written of it: its owner knows where."""
+        self._restored: _Restored | None = None
+        self._unread: set[str] = set()  # folders whose text could not be read
         # documents
         self._doc_ids: list[str] = []  # doc number -> folder id ("" when dead)
         self._live = bytearray()
         self._len = array("q")  # weighted length (0 when dead)
         self._alpha = array("d")
         self.by_id: dict[str, int] = {}
-        self._sigs: dict[str, tuple[Any, ...]] = {}
         self._entries: dict[str, Any] = {}
         # the α prior per document for one (alphaPrior, minAlpha), and its maximum
         self._prior: tuple[tuple[float, float], npt.NDArray[np.float64], float] | None = None
@@ -171,7 +219,7 @@ class RelevanceIndex:
         return counts
 
     @property
-    def text_of(self) -> Callable[[str], str]:
+    def text_of(self) -> Callable[[str], str | None]:
         """The text source the index reads folders through (its owner may ask it what it
         could not read)."""
         return self._text_of
@@ -182,7 +230,11 @@ class RelevanceIndex:
         terms are exactly its lines' terms."""
         get = self._tids.get
         passages: list[list[int]] = []
-        for line in search_terms_by_line(self._text_of(folder_id), self.extra_stopwords):
+        text = self._text_of(folder_id)
+        if text is None:
+            self._unread.add(folder_id)
+            return passages
+        for line in search_terms_by_line(text, self.extra_stopwords):
             if line:
                 ids = list(map(get, line))
                 if None in ids:
@@ -218,7 +270,6 @@ class RelevanceIndex:
         self._len.append(length)
         self._alpha.append(float(entry.alpha))
         self.by_id[entry.id] = d
-        self._sigs[entry.id] = _signature(entry)
         self._entries[entry.id] = entry
         self._live_docs += 1
         self._total_len += length
@@ -226,7 +277,6 @@ class RelevanceIndex:
 
     def _kill(self, folder_id: str, *, keep_text: bool = False) -> None:
         d = self.by_id.pop(folder_id)
-        del self._sigs[folder_id]
         entry = self._entries.pop(folder_id)
         held = self._passages.terms(folder_id)
         held.update(self._tids[term] for term in self._field_counts(entry))
@@ -235,6 +285,7 @@ class RelevanceIndex:
             df[tid] -= 1
         if not keep_text:
             self._passages.remove(folder_id)
+            self._unread.discard(folder_id)
         self._doc_ids[d] = ""
         self._live[d] = 0
         self._total_len -= self._len[d]
@@ -248,8 +299,24 @@ class RelevanceIndex:
 
         An entry object seen before is unchanged (store entries are frozen models,
         replaced on every change), so a sync after a small change costs one pass of
-        identity checks plus the changed folders.
+        identity checks plus the changed folders. The first sync of a restored index
+        checks every entry against its stored key instead (:meth:`_check_restored`).
         """
+        with self.lock:
+            if self._restored is not None:
+                with collection_paused():
+                    changes = self._check_restored(entries)
+            else:
+                changes = self._sync(entries)
+            if changes:
+                self._prior = None
+                self._idfs = {}
+                self._settle()
+            self.unsaved += changes
+            self.version = version
+            return changes
+
+    def _sync(self, entries: Iterable[Any]) -> int:
         known = self._entries
         seen: set[str] = set()
         changes = 0
@@ -264,7 +331,7 @@ class RelevanceIndex:
             if old is entry:
                 continue
             if old is not None:
-                if self._sigs[fid] == _signature(entry):
+                if _signature(old) == _signature(entry):
                     known[fid] = entry
                     self._alpha[self.by_id[fid]] = float(entry.alpha)
                     self._prior = None
@@ -279,12 +346,115 @@ class RelevanceIndex:
             for fid in [f for f in known if f not in seen]:
                 self._kill(fid)
                 changes += 1
-        if changes:
-            self._prior = None
-            self._idfs = {}
-            self._settle()
-        self.version = version
         return changes
+
+    def _check_restored(self, entries: Iterable[Any]) -> int:
+        """The first sync of a restored index: an entry whose key is the one stored for
+        its document (and whose text was read) is taken as it is; every other document
+        is taken out (its stored fields say which field terms it held) and indexed
+        again, reading its text unless only its fields changed; an α alone is updated.
+
+        The comparison goes chunk by chunk of stored keys (`engine.relevance.entry_keys`),
+        the store's entries ordered as the documents are: an unchanged chunk costs its
+        share of one JSON encoding, a changed one the decoding of its keys."""
+        restored, self._restored = self._restored, None
+        assert restored is not None
+        stored, unread = restored.keys, restored.unread
+        every = entries if isinstance(entries, (list, tuple)) else list(entries)
+        all_keys = entry_keys(every)
+        picked = compress(
+            range(len(every)), map(operator.is_not, map(key_scored, all_keys), repeat(False))
+        )
+        at = list(picked)
+        keys = list(map(all_keys.__getitem__, at))
+        scored = list(map(every.__getitem__, at))
+        fids: list[str] = list(map(key_id, keys))
+        if len(set(fids)) != len(fids):  # a duplicate id: the first entry is the folder
+            first = {f: i for i, f in reversed(list(enumerate(fids)))}
+            keep = sorted(first.values())
+            keys, scored, fids = (
+                [keys[i] for i in keep],
+                [scored[i] for i in keep],
+                [fids[i] for i in keep],
+            )
+        by_id, known = self.by_id, self._entries
+        docs: list[int | None] = list(map(by_id.get, fids))
+        new = [scored[i] for i, d in enumerate(docs) if d is None] if None in docs else []
+        if new:
+            keep = [i for i, d in enumerate(docs) if d is not None]
+            keys, scored, fids = (
+                [keys[i] for i in keep],
+                [scored[i] for i in keep],
+                [fids[i] for i in keep],
+            )
+            docs = [docs[i] for i in keep]
+        live = np.flatnonzero(np.frombuffer(self._live, dtype=np.uint8))
+        if live.size != stored.count:
+            raise ValueError("stored keys do not fit the documents")
+        # the store's entries in document order, and where each chunk of them starts
+        rank = live.searchsorted(np.fromiter(docs, dtype=np.int64, count=len(docs)))
+        if bool((rank[1:] < rank[:-1]).any()):  # not in document order (usually they are)
+            order = rank.argsort(kind="stable")
+            rank = rank[order]
+            at = order.tolist()
+            keys, scored, fids = (list(map(x.__getitem__, at)) for x in (keys, scored, fids))
+        ranks: list[int] = rank.tolist()
+        size = stored.size
+        starts = np.arange(stored.chunks + 1, dtype=np.int64) * size
+        bounds: list[int] = rank.searchsorted(starts).tolist()
+        doubtful = {int(live.searchsorted(d)) // size for d in unread}
+        alphas: list[tuple[int, Any]] = []
+        gone: list[tuple[str, Any]] = []
+        redo: list[tuple[Any, list[Any], list[Any]]] = []
+        for k in range(stored.chunks):
+            a, b = bounds[k], bounds[k + 1]
+            whole = stored.keys_in(k)
+            if b - a == whole and k not in doubtful and orjson.dumps(keys[a:b]) == stored.chunk(k):
+                known.update(zip(fids[a:b], scored[a:b], strict=True))
+                continue
+            old = stored.decode(k)
+            current = orjson.loads(orjson.dumps(keys[a:b]))  # spelled as the stored ones
+            present = set(ranks[a:b])
+            for j in range(a, b):
+                o, c, d = old[ranks[j] - k * size], current[j - a], int(live[ranks[j]])
+                if c[TEXT:] == o[TEXT:] and d not in unread:
+                    known[fids[j]] = scored[j]
+                    if c[ALPHA] != o[ALPHA]:
+                        alphas.append((d, scored[j]))
+                else:
+                    known[fids[j]] = StoredFields.of(o)
+                    redo.append((scored[j], c, o))
+            for r in range(k * size, k * size + whole):
+                if r not in present:
+                    gone.append((self._doc_ids[int(live[r])], old[r - k * size]))
+        if alphas:
+            self._set_alphas([d for d, _ in alphas], [e for _, e in alphas])
+            self._prior = None
+        changes = 0
+        for fid, o in gone:
+            known[fid] = StoredFields.of(o)
+            self._kill(fid)
+            changes += 1
+        for entry, c, o in redo:
+            d = by_id[entry.id]
+            if d not in unread and c[TEXT:FIELDS] == o[TEXT:FIELDS]:
+                text = self._passages.text_counts(entry.id)
+                self._kill(entry.id, keep_text=True)
+                self._add(entry, text)
+            else:
+                self._kill(entry.id)
+                self._add(entry)
+            changes += 1
+        for entry in new:
+            self._add(entry)
+            changes += 1
+        return changes
+
+    def _set_alphas(self, docs: list[int], entries: list[Any]) -> None:
+        values = np.fromiter(map(_alpha_of, entries), dtype=np.float64, count=len(docs))
+        alpha = np.frombuffer(self._alpha, dtype=np.float64)
+        alpha[np.array(docs, dtype=np.int64)] = values
+        del alpha  # the array may grow again
 
     def _settle(self) -> None:
         """After a batch of changes: the new postings into their terms, every tf part
@@ -317,6 +487,118 @@ class RelevanceIndex:
         self.by_id = {fid: n for n, fid in enumerate(self._doc_ids)}
         self._dead = 0
         self._prior = None
+
+    # -- snapshots (engine.relevance.snapshot) --------------------------------------
+    def snapshot_parts(self) -> dict[str, tuple[str, list[Any]]]:
+        """Everything a restored copy needs: name -> (NumPy type code, buffers back to
+        back). The caller holds `lock` until it has copied the buffers (they are the
+        index's own arrays). Raises RuntimeError for what a snapshot cannot hold (a
+        folder id or term with a line break)."""
+        n = len(self._doc_ids)
+        if self._restored is not None:  # not synced since restored: as it was stored
+            keys, unread = self._restored.keys, sorted(self._restored.unread)
+        else:
+            live = [self._entries[fid] for fid in self._doc_ids if fid]
+            with collection_paused():
+                keys = StoredKeys.encode(entry_keys(live))
+            unread = sorted(self.by_id[f] for f in self._unread if f in self.by_id)
+        doc_ids = "\n".join(self._doc_ids).encode()
+        terms = "\n".join(self._tids).encode()
+        if (n and doc_ids.count(b"\n") != n - 1) or (
+            self._tids and terms.count(b"\n") != len(self._tids) - 1
+        ):
+            raise RuntimeError("a folder id or a term holds a line break")
+        ints = [
+            self._live_docs,
+            self._total_len,
+            self._dead,
+            len(self._tids),
+            keys.count,
+            keys.size,
+        ]
+        parts: dict[str, tuple[str, list[Any]]] = {
+            "i.scalars": ("i8", [np.array(ints, dtype=np.int64)]),
+            "i.avg": ("f8", [np.array([self._avgdl_q], dtype=np.float64)]),
+            "i.doc_ids": ("u1", [doc_ids]),
+            "i.live": ("u1", [self._live]),
+            "i.len": ("i8", [self._len]),
+            "i.alpha": ("f8", [self._alpha]),
+            "i.keys": ("u1", [keys.blob]),
+            "i.key_chunks": ("i8", [keys.offsets]),
+            "i.unread": ("i8", [np.array(unread, dtype=np.int64)]),
+            "i.terms": ("u1", [terms]),
+        }
+        parts.update(self._postings.snapshot_parts())
+        parts.update(self._passages.snapshot_parts(self._doc_ids))
+        return parts
+
+    @classmethod
+    def restored(
+        cls,
+        text_of: Callable[[str], str | None],
+        arrays: Mapping[str, array[Any]],
+        *,
+        extra_stopwords: Sequence[str] = (),
+    ) -> RelevanceIndex:
+        """The index :meth:`snapshot_parts` stored (it keeps the arrays), to be checked
+        by its first sync. Raises ValueError when the arrays do not fit together."""
+        idx = cls(text_of, extra_stopwords=extra_stopwords)
+        live_docs, total_len, dead, n_terms, n_keys, chunk = (int(v) for v in arrays["i.scalars"])
+        (avg_q,) = (float(v) for v in arrays["i.avg"])
+        n = len(arrays["i.len"])
+        lengths = np.frombuffer(arrays["i.len"], dtype=np.int64)
+        is_live = np.frombuffer(arrays["i.live"], dtype=np.uint8).astype(bool)
+        doc_ids = arrays["i.doc_ids"].tobytes().decode().split("\n") if n else []
+        terms = arrays["i.terms"].tobytes().decode().split("\n") if n_terms else []
+        unread: list[int] = arrays["i.unread"].tolist()
+        keys = StoredKeys.of(
+            arrays["i.keys"].tobytes(),
+            np.frombuffer(arrays["i.key_chunks"], dtype=np.int64),
+            n_keys,
+            chunk,
+        )
+        postings = Postings.restored(arrays)
+        passages = PassageStore.restored(arrays, doc_ids)
+        tid = np.frombuffer(arrays["s.tid"], dtype=np.int32)
+        if (
+            len(doc_ids) != n
+            or is_live.size != n
+            or len(arrays["i.alpha"]) != n
+            or len(terms) != n_terms
+            or len(postings.df) != n_terms
+            or postings.docs_n != n
+            or int(is_live.sum()) != live_docs
+            or n_keys != live_docs
+            or dead != n - live_docs
+            or int(lengths[is_live].sum()) != total_len
+            or any(not 0 <= d < n or not is_live[d] for d in unread)
+            or bool(tid.size and (int(tid.min()) < 0 or int(tid.max()) >= n_terms))
+        ):
+            raise ValueError("index arrays do not fit together")
+        if live_docs == n:  # C-level zips: 10^5 documents in milliseconds
+            idx.by_id = dict(zip(doc_ids, range(n), strict=True))
+        else:
+            idx.by_id = dict(compress(zip(doc_ids, range(n), strict=True), is_live.tolist()))
+        idx._tids = dict(zip(terms, range(n_terms), strict=True))
+        # as many named documents as live ones, each of them live: the same documents
+        named = np.fromiter(idx.by_id.values(), dtype=np.int64, count=len(idx.by_id))
+        if (
+            len(idx.by_id) != live_docs
+            or not bool(is_live[named].all())
+            or len(idx._tids) != n_terms
+        ):
+            raise ValueError("index arrays do not fit together")
+        del lengths, tid  # views: the arrays may grow once they are the index's
+        idx._doc_ids = doc_ids
+        idx._live = bytearray(arrays["i.live"])
+        idx._len, idx._alpha = arrays["i.len"], arrays["i.alpha"]
+        idx._postings, idx._passages = postings, passages
+        idx._avgdl_q = avg_q
+        idx._live_docs, idx._total_len, idx._dead = live_docs, total_len, dead
+        idx._restored = _Restored(keys, frozenset(unread))
+        idx._unread = {doc_ids[d] for d in unread}
+        idx.saved = True
+        return idx
 
     # -- querying -------------------------------------------------------------------
     def query_terms(self, text: str) -> list[str]:

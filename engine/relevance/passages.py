@@ -22,9 +22,11 @@ index's history.
 from __future__ import annotations
 
 import math
+import operator
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import compress, repeat
 from typing import Any
 
 import numpy as np
@@ -78,6 +80,10 @@ def tf_parts(tf: npt.NDArray[Any], norms: npt.NDArray[np.float64]) -> npt.NDArra
 
 def _view(buf: array[Any], dtype: type[np.generic]) -> npt.NDArray[Any]:
     return np.frombuffer(buf, dtype=dtype)
+
+
+def _within(values: npt.NDArray[Any], limit: int) -> bool:
+    return int(values.min()) >= 0 and int(values.max()) <= limit
 
 
 def _starts(values: npt.NDArray[Any]) -> npt.NDArray[np.intp]:
@@ -267,6 +273,76 @@ class PassageStore:
         self._e_start, self._e_end, self._first, self._stop = e_start, e_end, first, stop
         self._big_tf = big
         self._dead = 0
+
+    # -- snapshots (engine.relevance.snapshot) --------------------------------------
+    def snapshot_parts(self, folder_ids: Sequence[str]) -> dict[str, tuple[str, list[Any]]]:
+        """Everything a restored copy needs: name -> (NumPy type code, buffers back to
+        back); `folder_ids` are the index's documents, each stored with its slot (-1
+        when it has none)."""
+        slot_of = self._slot
+        if len(slot_of) != sum(1 for fid in folder_ids if fid in slot_of):
+            raise RuntimeError("passages of folders the index does not hold")
+        slots = np.array([slot_of.get(fid, -1) for fid in folder_ids], dtype=np.int64)
+        big = sorted(self._big_tf.items())
+        scalars = [self._normed, self._passages, self._total, self._dead]
+        return {
+            "s.scalars": ("i8", [np.array(scalars, dtype=np.int64)]),
+            "s.avg": ("f8", [np.array([self._avg_q], dtype=np.float64)]),
+            "s.slot": ("i8", [slots]),
+            "s.e_start": ("i8", [self._e_start]),
+            "s.e_end": ("i8", [self._e_end]),
+            "s.first": ("i8", [self._first]),
+            "s.stop": ("i8", [self._stop]),
+            "s.tid": ("i4", [self._tid]),
+            "s.tf": ("u1", [self._tf]),
+            "s.big": ("i8", [np.array(big, dtype=np.int64).reshape(-1)]),
+            "s.pstart": ("i8", [self._pstart]),
+            "s.plen": ("i4", [self._plen]),
+            "s.pnorm": ("f8", [self._pnorm]),
+            "s.df": ("i8", [self._df]),
+        }
+
+    @classmethod
+    def restored(cls, arrays: Mapping[str, array[Any]], folder_ids: Sequence[str]) -> PassageStore:
+        """The store :meth:`snapshot_parts` stored for `folder_ids` (it keeps the arrays).
+        Raises ValueError when the arrays do not fit together."""
+        ps = cls()
+        normed, passages, total, dead = (int(v) for v in arrays["s.scalars"])
+        (avg_q,) = (float(v) for v in arrays["s.avg"])
+        slots: list[int] = arrays["s.slot"].tolist()
+        names = ("s.e_start", "s.e_end", "s.first", "s.stop")
+        n_slots = len(arrays["s.e_start"])
+        entries, n_passages = len(arrays["s.tid"]), len(arrays["s.plen"])
+        limits = (entries, entries, n_passages, n_passages)
+        if (
+            len(slots) != len(folder_ids)
+            or any(len(arrays[k]) != n_slots for k in names)
+            or (slots and max(slots) >= n_slots)
+            or len(arrays["s.tf"]) != entries
+            or len(arrays["s.pstart"]) != n_passages
+            or len(arrays["s.pnorm"]) != n_passages
+            or not 0 <= normed <= n_passages
+            or len(arrays["s.big"]) % 2
+            or any(
+                len(arrays[k]) and not _within(np.frombuffer(arrays[k], dtype=np.int64), lim)
+                for k, lim in zip(names, limits, strict=True)
+            )
+        ):
+            raise ValueError("passage arrays do not fit together")
+        has_slot = map(operator.ge, slots, repeat(0))
+        ps._slot = dict(compress(zip(folder_ids, slots, strict=True), has_slot))
+        if len(set(ps._slot.values())) != len(ps._slot):
+            raise ValueError("two folders share a passage slot")
+        ps._e_start, ps._e_end = arrays["s.e_start"], arrays["s.e_end"]
+        ps._first, ps._stop = arrays["s.first"], arrays["s.stop"]
+        ps._tid, ps._tf = arrays["s.tid"], arrays["s.tf"]
+        big: list[int] = arrays["s.big"].tolist()
+        ps._big_tf = {big[2 * i]: big[2 * i + 1] for i in range(len(big) // 2)}
+        ps._pstart, ps._plen, ps._pnorm = arrays["s.pstart"], arrays["s.plen"], arrays["s.pnorm"]
+        ps._df = arrays["s.df"]
+        ps._normed, ps._passages, ps._total, ps._dead = normed, passages, total, dead
+        ps._avg_q = avg_q
+        return ps
 
     def _idf(self, tid: int) -> float:
         """A term's idf over the live passages (kept until the store changes)."""

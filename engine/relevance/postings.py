@@ -27,12 +27,13 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Mapping, Sequence
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from engine.relevance.passages import length_norms, tf_part, tf_parts
+from engine.relevance.term_arrays import TermArrays
 
 __all__ = ["Postings"]
 
@@ -61,9 +62,9 @@ class Postings:
 
     def __init__(self) -> None:
         # sparse terms: documents ascending, tf bytes, tf parts
-        self._docs: list[array[int]] = []
-        self._tf: list[array[int]] = []
-        self._norm: list[array[float]] = []
+        self._docs: TermArrays[int] = TermArrays("i")
+        self._tf: TermArrays[int] = TermArrays("B")
+        self._norm: TermArrays[float] = TermArrays("f")
         # dense terms: term id -> (tf bytes, tf parts), one per document number
         self._dense: dict[int, tuple[array[int], array[float]]] = {}
         self._big_tf: dict[tuple[int, int], int] = {}  # (term id, doc) -> tf >= 255
@@ -78,6 +79,11 @@ class Postings:
         self._bounds: list[float] | None = None
         self._views: dict[int, tuple[npt.NDArray[np.int32] | None, npt.NDArray[np.float32]]] = {}
         self._slots: npt.NDArray[np.int32] = np.full(0, -1, dtype=np.int32)
+
+    @property
+    def docs_n(self) -> int:
+        """Document numbers the postings cover (the index's, once flushed)."""
+        return self._docs_n
 
     def new_term(self) -> int:
         """A new term id, without postings."""
@@ -169,9 +175,9 @@ class Postings:
 
     def _densify(self, tid: int) -> None:
         tf_d, norm_d = array("B", bytes(self._docs_n)), array("f", bytes(4 * self._docs_n))
-        docs = _i32(self._docs[tid])
-        _u8(tf_d)[docs] = _u8(self._tf[tid])
-        _f32(norm_d)[docs] = _f32(self._norm[tid])
+        docs = self._docs.values(tid, np.int32)
+        _u8(tf_d)[docs] = self._tf.values(tid, np.uint8)
+        _f32(norm_d)[docs] = self._norm.values(tid, np.float32)
         del docs
         self._dense[tid] = (tf_d, norm_d)
         self._docs[tid], self._tf[tid], self._norm[tid] = array("i"), array("B"), array("f")
@@ -192,9 +198,11 @@ class Postings:
             return
         lens = np.frombuffer(lengths, dtype=np.int64)
         top = self._top
-        for tid, docs in enumerate(self._docs):
-            if docs:
-                norm = tf_parts(_u8(self._tf[tid]), length_norms(lens[_i32(docs)], avg_q))
+        for tid in range(len(self._docs)):
+            if self._docs.size(tid):
+                docs = self._docs.values(tid, np.int32)
+                tfs = self._tf.values(tid, np.uint8)
+                norm = tf_parts(tfs, length_norms(lens[docs], avg_q))
                 self._norm[tid] = array("f", norm.tobytes())
                 top[tid] = float(norm.max())
         if self._dense:
@@ -213,7 +221,8 @@ class Postings:
         if dense is not None:
             dense[1][doc] = value
         else:
-            self._norm[tid][int(_i32(self._docs[tid]).searchsorted(doc))] = value
+            at = int(self._docs.values(tid, np.int32).searchsorted(doc))
+            self._norm[tid][at] = value
 
     def compact(self, live: npt.NDArray[np.bool_], lengths: array[int]) -> None:
         """Renumber the documents to their ranks among the `live` ones and drop the dead
@@ -233,13 +242,14 @@ class Postings:
                 )
                 size = int((norm > 0).sum())
             else:
-                docs = _i32(self._docs[tid])
-                if not docs.size:
+                if not self._docs.size(tid):
                     continue
+                docs = self._docs.values(tid, np.int32)
                 keep = live[docs]
-                norm = _f32(self._norm[tid])[keep]
+                norm = self._norm.values(tid, np.float32)[keep]
+                tf = self._tf.values(tid, np.uint8)[keep]
                 self._docs[tid] = array("i", remap[docs[keep]].tobytes())
-                self._tf[tid] = array("B", _u8(self._tf[tid])[keep].tobytes())
+                self._tf[tid] = array("B", tf.tobytes())
                 self._norm[tid] = array("f", norm.tobytes())
                 size = int(norm.size)
             self._size[tid] = size
@@ -249,6 +259,81 @@ class Postings:
                 self._sparsify(tid)
         self._docs_n = n
         self._big_tf = {(t, int(remap[d])): tf for (t, d), tf in self._big_tf.items() if live[d]}
+
+    # -- snapshots (engine.relevance.snapshot) --------------------------------------
+    def snapshot_parts(self) -> dict[str, tuple[str, list[Any]]]:
+        """Everything a restored copy needs: name -> (NumPy type code, buffers back to
+        back). The postings must be flushed (an index is settled between syncs)."""
+        if self._new_tids:
+            raise RuntimeError("postings not flushed")
+        docs, offsets = self._docs.flat()
+        tf, tf_offsets = self._tf.flat()
+        norm, norm_offsets = self._norm.flat()
+        if not (np.array_equal(offsets, tf_offsets) and np.array_equal(offsets, norm_offsets)):
+            raise RuntimeError("postings columns disagree")
+        dense = sorted(self._dense)
+        big = sorted(self._big_tf.items())
+        return {
+            "p.scalars": ("i8", [np.array([self._docs_n, int(self.stale)], dtype=np.int64)]),
+            "p.df": ("i8", [self.df]),
+            "p.size": ("i8", [self._size]),
+            "p.top": ("f8", [self._top]),
+            "p.offsets": ("i8", [offsets]),
+            "p.docs": ("i4", docs),
+            "p.tf": ("u1", tf),
+            "p.norm": ("f4", norm),
+            "p.dense": ("i4", [np.array(dense, dtype=np.int32)]),
+            "p.dense_tf": ("u1", [self._dense[t][0] for t in dense]),
+            "p.dense_norm": ("f4", [self._dense[t][1] for t in dense]),
+            "p.big_at": ("i8", [np.array([k for k, _ in big], dtype=np.int64).reshape(-1)]),
+            "p.big_tf": ("i8", [np.array([v for _, v in big], dtype=np.int64)]),
+        }
+
+    @classmethod
+    def restored(cls, arrays: Mapping[str, array[Any]]) -> Postings:
+        """The postings :meth:`snapshot_parts` stored (the arrays as it named them, which
+        it keeps); sparse terms stay in the stored buffers until changed (`TermArrays`).
+        Raises ValueError when the arrays do not fit together."""
+        p = cls()
+        docs_n, stale = (int(v) for v in arrays["p.scalars"])
+        offsets = np.frombuffer(arrays["p.offsets"], dtype=np.int64)
+        docs = np.frombuffer(arrays["p.docs"], dtype=np.int32)
+        tf = np.frombuffer(arrays["p.tf"], dtype=np.uint8)
+        norm = np.frombuffer(arrays["p.norm"], dtype=np.float32)
+        dense: list[int] = arrays["p.dense"].tolist()
+        big_at, big_tf = arrays["p.big_at"].tolist(), arrays["p.big_tf"].tolist()
+        terms = int(offsets.size) - 1
+        if (
+            terms < 0
+            or any(len(arrays[k]) != terms for k in ("p.df", "p.size", "p.top"))
+            or offsets[0] != 0
+            or bool((offsets[1:] < offsets[:-1]).any())
+            or not docs.size == tf.size == norm.size == int(offsets[-1])
+            or (docs.size and (int(docs.min()) < 0 or int(docs.max()) >= max(docs_n, 1)))
+            or len(arrays["p.dense_tf"]) != len(dense) * docs_n
+            or len(arrays["p.dense_norm"]) != len(dense) * docs_n
+            or any(not 0 <= t < terms for t in dense)
+            or len(big_at) != 2 * len(big_tf)
+        ):
+            raise ValueError("postings arrays do not fit together")
+        p._docs = TermArrays.restored("i", docs, offsets)
+        p._tf = TermArrays.restored("B", tf, offsets)
+        p._norm = TermArrays.restored("f", norm, offsets)
+        if dense:
+            dense_tf = np.frombuffer(arrays["p.dense_tf"], dtype=np.uint8)
+            dense_tf = dense_tf.reshape(len(dense), docs_n)
+            dense_norm = np.frombuffer(arrays["p.dense_norm"], dtype=np.uint8)
+            dense_norm = dense_norm.reshape(len(dense), 4 * docs_n)
+            for k, tid in enumerate(dense):
+                tf_d, norm_d = array("B"), array("f")
+                tf_d.frombytes(dense_tf[k].data)
+                norm_d.frombytes(dense_norm[k].data)
+                p._dense[tid] = (tf_d, norm_d)
+        p._big_tf = {(big_at[2 * i], big_at[2 * i + 1]): v for i, v in enumerate(big_tf)}
+        p.df, p._size, p._top = arrays["p.df"], arrays["p.size"], arrays["p.top"]
+        p._docs_n = docs_n
+        p.stale = bool(stale)
+        return p
 
     # -- scoring --------------------------------------------------------------------
     def _view(self, tid: int) -> tuple[npt.NDArray[np.int32] | None, npt.NDArray[np.float32]]:
@@ -260,7 +345,7 @@ class Postings:
             if dense is not None:
                 view = (None, _f32(dense[1]))
             else:
-                view = (_i32(self._docs[tid]), _f32(self._norm[tid]))
+                view = (self._docs.values(tid, np.int32), self._norm.values(tid, np.float32))
             if len(self._views) >= _VIEWS:
                 self._views.clear()
             self._views[tid] = view

@@ -1,0 +1,292 @@
+"""A relevance index on disk, so that a restart or a reopen reads no folder again.
+
+Building a session's index reads and analyses every scored folder's text (70 s at 10^5
+folders); a snapshot holds the index's arrays as they are in memory, so loading it is
+reading them back (well under a second), and the first sync after it reads only the
+folders that changed since (`RelevanceIndex.restored`). It is derived data: whatever is
+wrong with it, the index is built from the folders instead, and nothing else reads it.
+
+The file is one binary record, written whole through `engine.jsonio.write_bytes_atomic`
+(a crash leaves the old file or the new one):
+
+* 8 bytes magic, 8 bytes little-endian header length;
+* the header, JSON: format, fingerprint (this code's analyser, fields, BM25 constants
+  and the folder-text version: :func:`fingerprint`), owner (the store it was built
+  over), `keywords.extraStopwords`, the sections in order (name, NumPy type code,
+  items) and each section's checksum (:func:`word_sum`);
+* each section's raw bytes (native byte order, which the fingerprint includes), read
+  straight into the arrays the index keeps;
+* 4 bytes CRC-32 of the magic, length and header, and 4 bytes end mark.
+
+The sections are checked with a sum of 64-bit words, not a CRC: it finds a flipped bit,
+a zeroed or foreign block and a truncation as surely, at four times the speed (the
+check is a third of a load at 10^5 folders otherwise).
+
+A snapshot is used only when it is whole (sizes, CRC), this code's (format and
+fingerprint), the same store's and built with the same extra stopwords, and its arrays
+fit together; otherwise :func:`read_snapshot` says why and the caller builds afresh.
+A change to what goes into the index (analyser, boosts, stored fields) changes the
+fingerprint by itself as far as the probe text shows it; bump :data:`FORMAT` for any
+other change of meaning or layout.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import struct
+import sys
+import zlib
+from array import array
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from engine.jsonio import write_bytes_atomic
+from engine.relevance.analyzer import EN_FILLER, search_terms_by_line
+from engine.relevance.index import FIELD_BOOSTS, RelevanceIndex
+from engine.relevance.passages import BM25_B, BM25_K1, quantise_length
+from engine.stopwords import CJK_SPLIT_CHARS, EN_STOPWORDS
+
+__all__ = [
+    "FORMAT",
+    "SnapshotError",
+    "fingerprint",
+    "read_snapshot",
+    "word_sum",
+    "write_snapshot",
+]
+
+FORMAT = 1
+MAGIC = b"RFMDRIX\x00"
+END = b"RIX."
+_HEAD = struct.Struct("<8sQ")
+_TAIL = struct.Struct("<I4s")
+_MAX_HEADER = 1 << 20
+_TYPECODES = {"u1": "B", "i4": "i", "i8": "q", "f4": "f", "f8": "d"}
+_MASK = (1 << 64) - 1
+_PROBE = (
+    "Mina finished the Marathon in Hangzhou, 2024!\n"
+    "星港项目的网关端口是8080，决定去杭州。\nnode.js ＦＵＬＬＷＩＤＴＨ wow great deploying"
+)
+
+
+class SnapshotError(ValueError):
+    """Why a snapshot file was not used (the index is built from the folders instead)."""
+
+
+@functools.cache
+def fingerprint(text_version: str) -> str:
+    """What a snapshot's contents depend on besides the folders: the analyser (its word
+    lists and what it makes of a probe text), the field boosts, the BM25 constants and
+    length quantisation, the byte order, and `text_version` (what the caller's texts
+    are made of)."""
+    facts = {
+        "format": FORMAT,
+        "byteorder": sys.byteorder,
+        "boosts": FIELD_BOOSTS,
+        "bm25": [BM25_K1, BM25_B, [quantise_length(x) for x in (1.0, 7.3, 123.4, 5e4)]],
+        "stopwords": sorted(EN_STOPWORDS),
+        "filler": sorted(EN_FILLER),
+        "split": sorted(CJK_SPLIT_CHARS),
+        "probe": search_terms_by_line(_PROBE),
+        "text": text_version,
+    }
+    return hashlib.blake2b(orjson.dumps(facts), digest_size=16).hexdigest()
+
+
+class _WordSum:
+    """The sum, modulo 2^64, of a byte stream read as little-endian 64-bit words (the
+    last one zero-padded), fed in pieces of any length."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self._pending = b""
+
+    def add(self, buf: Any) -> None:
+        raw = np.frombuffer(buf, dtype=np.uint8)
+        at = 0
+        if self._pending:
+            at = min(8 - len(self._pending), raw.size)
+            self._pending += raw[:at].tobytes()
+            if len(self._pending) < 8:
+                return
+            self.total += int.from_bytes(self._pending, "little")
+            self._pending = b""
+        whole = (raw.size - at) // 8 * 8
+        if whole:
+            words = raw[at : at + whole].view("<u8")
+            self.total += int(words.sum(dtype=np.uint64))
+        self._pending = raw[at + whole :].tobytes()
+
+    def value(self) -> int:
+        tail = int.from_bytes(self._pending, "little") if self._pending else 0
+        return (self.total + tail) & _MASK
+
+
+def word_sum(*parts: Any) -> int:
+    """The checksum of a section made of `parts` back to back (see :class:`_WordSum`)."""
+    acc = _WordSum()
+    for p in parts:
+        acc.add(p)
+    return acc.value()
+
+
+def _encode(
+    index: RelevanceIndex, *, owner: str, extra_stopwords: Sequence[str], text_version: str
+) -> bytes:
+    """The snapshot file of `index` (the caller holds its lock)."""
+    sections: list[list[Any]] = []
+    sums: list[str] = []
+    buffers: list[Any] = []
+    for name, (code, parts) in index.snapshot_parts().items():
+        nbytes = sum(memoryview(p).nbytes for p in parts)
+        size = np.dtype(code).itemsize
+        if nbytes % size:
+            raise RuntimeError(f"section {name} is not whole items")
+        sections.append([name, code, nbytes // size])
+        sums.append(f"{word_sum(*parts):016x}")
+        buffers.extend(parts)
+    header = orjson.dumps(
+        {
+            "format": FORMAT,
+            "fingerprint": fingerprint(text_version),
+            "owner": owner,
+            "extra": list(extra_stopwords),
+            "sections": sections,
+            "sums": sums,
+        }
+    )
+    head = _HEAD.pack(MAGIC, len(header)) + header
+    return b"".join([head, *buffers, _TAIL.pack(zlib.crc32(head), END)])
+
+
+def write_snapshot(
+    path: Path,
+    index: RelevanceIndex,
+    *,
+    owner: str,
+    text_version: str,
+    write: Callable[[Path, bytes], None] = write_bytes_atomic,
+) -> int:
+    """Write `index`'s snapshot to `path` (atomically and durably); returns its size.
+    Blocking; takes the index's lock only to copy it, so the index is usable meanwhile.
+    The changes it holds no longer count as unsaved."""
+    with index.lock:
+        data = _encode(
+            index, owner=owner, extra_stopwords=index.extra_stopwords, text_version=text_version
+        )
+        taken = index.unsaved
+    write(path, data)
+    with index.lock:
+        index.unsaved -= taken
+        index.saved = True
+    return len(data)
+
+
+def _header(raw: bytes) -> dict[str, Any]:
+    try:
+        header = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise SnapshotError(f"header is not JSON: {exc}") from None
+    if not isinstance(header, dict):
+        raise SnapshotError("header is not an object")
+    return header
+
+
+def _sections(header: dict[str, Any]) -> list[tuple[str, str, int, str]]:
+    raw, sums = header.get("sections"), header.get("sums")
+    out: list[tuple[str, str, int, str]] = []
+    if isinstance(raw, list) and isinstance(sums, list) and len(sums) == len(raw):
+        for item, check in zip(raw, sums, strict=True):
+            if (
+                isinstance(item, list)
+                and len(item) == 3
+                and isinstance(item[0], str)
+                and item[1] in _TYPECODES
+                and isinstance(item[2], int)
+                and item[2] >= 0
+                and isinstance(check, str)
+            ):
+                out.append((item[0], item[1], item[2], check))
+    if not isinstance(raw, list) or len(out) != len(raw) or len({s[0] for s in out}) != len(out):
+        raise SnapshotError("bad section table")
+    return out
+
+
+def _read_into(f: Any, buf: array[Any]) -> None:
+    view = memoryview(buf).cast("B")
+    while view:
+        n = f.readinto(view)
+        if not n:
+            raise SnapshotError("truncated")
+        view = view[n:]
+
+
+def read_snapshot(
+    path: Path,
+    text_of: Callable[[str], str | None],
+    *,
+    owner: str,
+    extra_stopwords: Sequence[str],
+    text_version: str,
+) -> RelevanceIndex:
+    """The index stored at `path`, to be synced before use (its first sync checks every
+    folder against it). Raises FileNotFoundError when there is none and
+    :class:`SnapshotError` (with the reason) when it cannot be used. Blocking."""
+    with open(path, "rb", buffering=0) as f:
+        try:
+            return _read(f, text_of, owner, tuple(extra_stopwords), text_version)
+        except OSError as exc:
+            raise SnapshotError(f"unreadable: {exc}") from None
+
+
+def _read(
+    f: Any,
+    text_of: Callable[[str], str | None],
+    owner: str,
+    extra: tuple[str, ...],
+    text_version: str,
+) -> RelevanceIndex:
+    size = os.fstat(f.fileno()).st_size
+    head = f.read(_HEAD.size)
+    if len(head) != _HEAD.size:
+        raise SnapshotError("truncated")
+    magic, header_len = _HEAD.unpack(head)
+    if magic != MAGIC:
+        raise SnapshotError("not a relevance index snapshot")
+    if header_len > _MAX_HEADER or _HEAD.size + header_len + _TAIL.size > size:
+        raise SnapshotError("truncated")
+    raw = f.read(header_len)
+    header = _header(raw)
+    if header.get("format") != FORMAT or header.get("fingerprint") != fingerprint(text_version):
+        raise SnapshotError("written by another version")
+    if header.get("owner") != owner:
+        raise SnapshotError("built over another store")
+    if header.get("extra") != list(extra):
+        raise SnapshotError("built with other keywords.extraStopwords")
+    sections = _sections(header)
+    body = sum(count * np.dtype(code).itemsize for _, code, count, _ in sections)
+    if _HEAD.size + header_len + body + _TAIL.size != size:
+        raise SnapshotError("truncated or overlong")
+    arrays: dict[str, array[Any]] = {}
+    for name, code, count, check in sections:
+        buf: array[Any] = array(_TYPECODES[code], bytes(np.dtype(code).itemsize)) * count
+        _read_into(f, buf)
+        if f"{word_sum(buf):016x}" != check:
+            raise SnapshotError(f"checksum mismatch in {name}")
+        arrays[name] = buf
+    tail = f.read(_TAIL.size)
+    if len(tail) != _TAIL.size:
+        raise SnapshotError("truncated")
+    stored_crc, end = _TAIL.unpack(tail)
+    if end != END or stored_crc != zlib.crc32(head + raw):
+        raise SnapshotError("header checksum mismatch")
+    try:
+        return RelevanceIndex.restored(text_of, arrays, extra_stopwords=extra)
+    except (KeyError, ValueError, UnicodeDecodeError, TypeError) as exc:
+        raise SnapshotError(f"inconsistent arrays: {exc!r}") from None
