@@ -18,17 +18,27 @@ Every filesystem *mutation* made by the engine goes through the module-level
 a failure at the n-th operation and prove crash consistency; production code
 never replaces it. Reads do not go through it: they cannot break consistency.
 
+Many files that must be durable at the same point (the folders of one archive) are
+written with :meth:`FsOps.create_write` and made durable together with
+:meth:`FsOps.fsync_all`: fsyncs issued at once share the filesystem's journal commits,
+where one after another each waits for its own (the 117 fsyncs of a 39-folder archive on
+ext4: ~13 ms together, 50-120 ms one after another). A writer that batches so must not
+depend on any of those files before ``fsync_all`` returns.
+
 Temp files are named ``.<target-name>.<pid>-<n>.tmp``; :func:`is_temp_name`
 recognises them so recovery code can delete leftovers of a crashed writer.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import itertools
 import os
 import re
 import shutil
+import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -71,13 +81,53 @@ class FsOps:
     """The primitive filesystem mutations the engine performs.
 
     Kept deliberately tiny so a test can wrap every method (see the store's
-    crash tests). Each method is one step a crash could interrupt.
+    crash tests). Each method is one step a crash could interrupt, but
+    :meth:`fsync_all`, which runs :meth:`fsync` in worker threads: a test that counts
+    steps overrides it too (one step per path, in order), and consumes its ``paths``,
+    which may be the writer itself (a generator making its own steps).
     """
 
     def create_write_sync(self, path: Path, data: bytes) -> None:
         """Create ``path`` exclusively, write ``data``, flush and fsync it."""
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         _write_all_and_close(fd, data)
+
+    def create_write(self, path: Path, data: bytes) -> None:
+        """Create ``path`` exclusively and write ``data``, not yet durable: the caller
+        makes it so with :meth:`fsync_all` before anything depends on it."""
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
+
+    def fsync(self, path: Path) -> None:
+        """Make a file's content, or a directory's entries, durable."""
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def fsync_all(self, paths: Iterable[Path]) -> None:
+        """:meth:`fsync` every path, issued together (see the module docstring). Returns
+        once all are durable; if any failed, raises the first failure (in ``paths``
+        order) after every one has ended, so nothing is still being written then.
+
+        Each path is handed to the disk as soon as ``paths`` yields it: a writer that
+        yields its files as it writes them (a generator) has the first ones synced while
+        it goes on (writing the next, or computing what it needs anyway); if the writer
+        fails, what it handed over is synced before its failure propagates."""
+        futures: list[concurrent.futures.Future[None]] = []
+        try:
+            for path in paths:
+                futures.append(_sync_pool().submit(self.fsync, path))
+        finally:
+            concurrent.futures.wait(futures)
+        for future in futures:
+            error = future.exception()
+            if error is not None:
+                raise error
 
     def append_sync(self, path: Path, data: bytes) -> None:
         """Append ``data`` with one ``O_APPEND`` write and fsync it."""
@@ -121,6 +171,23 @@ class FsOps:
 
 fs: FsOps = FsOps()
 """The seam. Tests monkeypatch this attribute; engine code reads it per call."""
+
+SYNC_THREADS = 16
+"""Fsyncs in flight at once in :meth:`FsOps.fsync_all` (measured on ext4 for 80 new files:
+16 take half the time of 4; 32 gain nothing more)."""
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _sync_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The threads :meth:`FsOps.fsync_all` waits in, shared by every store (made once)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=SYNC_THREADS, thread_name_prefix="rofmd-fsync"
+            )
+        return _pool
 
 
 def is_temp_name(name: str) -> bool:
@@ -212,13 +279,18 @@ def read_json(path: Path) -> Any:
         raise CorruptJSONError(path, str(exc)) from exc
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    """Write every byte (os.write may write less)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
 def _write_all_and_close(fd: int, data: bytes) -> None:
-    """Write every byte (os.write may write less), fsync, and close the descriptor."""
+    """Write every byte, fsync, and close the descriptor."""
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+        _write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)

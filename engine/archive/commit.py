@@ -139,6 +139,7 @@ def commit_plan(
     score_mode: str = "model",
     scorer: Scorer | None = None,
     before_write: BeforeWrite | None = None,
+    while_syncing: Callable[[PlannedFolder], None] | None = None,
 ) -> CommitOutcome:
     """Write ``plan.folders`` in transaction ``token``; all or nothing (see module doc).
 
@@ -148,6 +149,8 @@ def commit_plan(
     (``txn.record()``) and before the journal is written, so the caller can record
     durably what a crash from here on may leave behind. If it raises, nothing is
     written (a ``StoreError`` / ``OSError`` / ``ValueError`` gives ``ok=False``).
+    ``while_syncing``: called with each folder written, while its files are being synced
+    (``Transaction.while_syncing``): pure computation the caller needs anyway.
     """
     out = CommitOutcome(ok=True, token=token)
     pending_before = pending_count(store)
@@ -176,6 +179,10 @@ def commit_plan(
                 planned.append((out.folder_ids[-1], folder))
             if before_write is not None:
                 before_write(txn)
+            if while_syncing is not None:
+                hook = while_syncing
+                by_id = {fid: folder for fid, folder in planned if fid in out.metas}
+                txn.while_syncing = lambda fid: hook(by_id[fid])
         result = txn.result
         out.written = list(result.written) if result else []
     except (MaxFoldersExceededError, StoreError, OSError, ValueError) as exc:

@@ -8,15 +8,20 @@ all-or-nothing, in this order, each step durable before the next:
 2. journal ``.commit-<txnId>.json`` with ``state:"pending"`` listing every
    folder and image it will write (written before anything else);
 3. image files into ``images/`` (before their folders, so a folder that exists
-   has its images): bytes are written atomically, a host file (a ``Path``) was copied
-   into a temp file beside its target when its folder was planned and is renamed into
-   place now;
-4. each folder is assembled in ``.staging-<id>/`` (``context.json`` then
-   ``meta.json``) and renamed to ``<id>/`` — a ``mem-…`` directory is complete
-   or absent;
+   has its images): bytes are written to temp files beside their targets, a host file
+   (a ``Path``) was copied into such a temp file when its folder was planned; all are
+   durable before any is renamed into place, and the renames before step 4;
+4. each folder is assembled in ``.staging-<id>/`` (``context.json``, ``meta.json``);
+   once every staging file and directory is durable, each is renamed to ``<id>/`` and
+   the renames are made durable — a ``mem-…`` directory is complete or absent;
 5. ``images/index.json``, then ``index.json``;
 6. the journal becomes ``state:"committed"`` (or is deleted when the caller
    asked for no record).
+
+Within one step the files are fsynced together (``jsonio.FsOps.fsync_all``): one
+archive of 40 folders waits for a handful of journal commits, not for 120 of them.
+Across steps the order above holds: nothing of a step is written before the previous
+one is durable.
 
 Any exception before the end rolls back exactly what this transaction wrote
 (folders, image files, image-index entries, index entries) and re-raises.
@@ -43,14 +48,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from engine import jsonio
-from engine.jsonio import dumps_json, temp_path, write_bytes_atomic, write_json_atomic
+from engine.jsonio import dumps_json, temp_path, write_json_atomic
 from engine.store.errors import MaxFoldersExceededError, TransactionError
 from engine.store.folders import context_document
 from engine.store.ids import check_safe_name, is_folder_id, is_safe_name
@@ -143,6 +148,11 @@ class Transaction:
         """One line per image dropped (archived as its placeholder only), and why."""
         self.state: Literal["open", "committed", "rolled-back"] = "open"
         self.result: CommitResult | None = None
+        self.while_syncing: Callable[[str], None] | None = None
+        """Called by :meth:`commit` with each folder's id once its files are handed to the
+        disk, while they are being synced: computation the caller needs anyway, done
+        while the disk works. It writes nothing; if it raises, the transaction rolls back
+        like any failure."""
 
     # -- planning ----------------------------------------------------------
     @property
@@ -318,30 +328,8 @@ class Transaction:
         write_json_atomic(journal, self._record("pending").model_dump(mode="json"))
         has_images = any(p.images for p in self._planned)
         if has_images:
-            jsonio.fs.mkdir(paths.images_dir)
-            for p in self._planned:
-                for img in p.images:
-                    progress.images.append(img.name)
-                    if img.staged is None:
-                        write_bytes_atomic(paths.image(img.name), img.data or b"")
-                    else:
-                        jsonio.fs.replace(img.staged, paths.image(img.name))
-            if self._staged:
-                jsonio.fs.fsync_dir(paths.images_dir)  # one fsync publishes the renames
-            self._staged.clear()
-        for p in self._planned:
-            folder_id = p.meta.id
-            progress.folders.append(folder_id)
-            staging = paths.staging(folder_id)
-            jsonio.fs.mkdir(staging)
-            # A staging directory is invisible until its rename, so its files need no
-            # temp-and-replace: write each once, fsync them and the directory, publish.
-            jsonio.fs.create_write_sync(staging / "context.json", p.context_bytes)
-            jsonio.fs.create_write_sync(staging / "meta.json", p.meta_bytes)
-            jsonio.fs.fsync_dir(staging)
-            jsonio.fs.rename(staging, paths.folder(folder_id))
-        # One fsync publishes every rename, before the index can name the folders.
-        jsonio.fs.fsync_dir(paths.dir)
+            self._write_images(progress)
+        self._write_folders(progress)
         if has_images:
             store._ensure_images()
             for p in self._planned:
@@ -360,6 +348,63 @@ class Transaction:
         else:
             jsonio.fs.unlink(journal)
             jsonio.fs.fsync_dir(paths.dir)
+
+    def _write_images(self, progress: _Progress) -> None:
+        """Step 3: every image file durable under its name before any folder exists.
+
+        Bytes go to temp files beside their targets (host files were copied into such
+        temp files when planned); all are fsynced together, then renamed into place, and
+        one fsync of ``images/`` makes the renames durable."""
+        paths = self._store.paths
+        jsonio.fs.mkdir(paths.images_dir)
+        moves: list[tuple[Path, Path]] = []
+        written: list[Path] = []
+        for p in self._planned:
+            for img in p.images:
+                progress.images.append(img.name)
+                target = paths.image(img.name)
+                if img.staged is not None:
+                    moves.append((img.staged, target))
+                    continue
+                tmp = temp_path(target)
+                self._staged.append(tmp)  # removed if the transaction fails
+                jsonio.fs.create_write(tmp, img.data or b"")
+                written.append(tmp)
+                moves.append((tmp, target))
+        jsonio.fs.fsync_all(written)
+        for tmp, target in moves:
+            jsonio.fs.replace(tmp, target)
+        jsonio.fs.fsync_dir(paths.images_dir)  # one fsync publishes the renames
+        self._staged.clear()
+
+    def _write_folders(self, progress: _Progress) -> None:
+        """Step 4: every folder complete on disk, then published, before the index.
+
+        A staging directory is invisible until its rename, so its files need no
+        temp-and-replace. Each folder's files and directory are handed to the disk to be
+        synced as soon as they are written (the next folder is written meanwhile, after
+        ``while_syncing`` had its turn); once all are durable, each staging directory is
+        renamed to its folder id and one fsync of the session directory makes the
+        renames durable."""
+        paths = self._store.paths
+
+        def staged() -> Iterator[Path]:
+            for p in self._planned:
+                progress.folders.append(p.meta.id)
+                staging = paths.staging(p.meta.id)
+                jsonio.fs.mkdir(staging)
+                jsonio.fs.create_write(staging / "context.json", p.context_bytes)
+                yield staging / "context.json"
+                jsonio.fs.create_write(staging / "meta.json", p.meta_bytes)
+                yield staging / "meta.json"
+                yield staging
+                if self.while_syncing is not None:
+                    self.while_syncing(p.meta.id)
+
+        jsonio.fs.fsync_all(staged())
+        for p in self._planned:
+            jsonio.fs.rename(paths.staging(p.meta.id), paths.folder(p.meta.id))
+        jsonio.fs.fsync_dir(paths.dir)
 
     def _undo(self, progress: _Progress) -> None:
         """Best-effort removal of what :meth:`_write` did; recovery finishes it."""

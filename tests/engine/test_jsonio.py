@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -150,3 +152,90 @@ def test_append_jsonl_one_line_per_record_and_repairs_torn_tail(tmp_path: Path) 
         None,
         {"type": "rearchive", "n": 3},
     ]
+
+
+# ---- batched durability ---------------------------------------------------------------
+
+
+class _Syncs(FsOps):
+    """Records which paths were fsynced, from whichever thread; fails the named ones."""
+
+    def __init__(self, failing: frozenset[str] = frozenset(), together: int = 1) -> None:
+        self.failing = failing
+        self.synced: list[str] = []
+        self.threads: set[int] = set()
+        self._lock = threading.Lock()
+        self._together = together
+        self._meet = threading.Barrier(together, timeout=20)
+
+    def fsync(self, path: Path) -> None:
+        with self._lock:
+            first = len(self.synced) < self._together
+            self.synced.append(path.name)
+            self.threads.add(threading.get_ident())
+        if first:
+            self._meet.wait()  # the first ones wait for each other: only concurrent ones meet
+        if path.name in self.failing:
+            raise _Boom(f"fsync {path.name}")
+        super().fsync(path)
+
+
+def test_create_write_then_fsync_all_makes_every_file_and_directory_durable(
+    tmp_path: Path,
+) -> None:
+    fs = _Syncs(together=4)
+    names = [f"f{i}.json" for i in range(40)]
+    for name in names:
+        fs.create_write(tmp_path / name, name.encode())
+    with pytest.raises(FileExistsError):  # exclusive, like create_write_sync
+        fs.create_write(tmp_path / names[0], b"again")
+    fs.fsync_all([*(tmp_path / n for n in names), tmp_path])
+    assert sorted(fs.synced) == sorted([*names, tmp_path.name])
+    assert len(fs.threads) >= 4  # issued together, not one after another
+    assert all((tmp_path / n).read_bytes() == n.encode() for n in names)
+
+
+def test_fsync_all_raises_the_first_failure_after_every_fsync_ended(tmp_path: Path) -> None:
+    paths = [tmp_path / f"f{i}" for i in range(12)]
+    for p in paths:
+        p.write_bytes(b"x")
+    fs = _Syncs(failing=frozenset({"f7", "f3"}))
+    with pytest.raises(_Boom, match="fsync f3"):
+        fs.fsync_all(paths)
+    assert sorted(fs.synced) == sorted(p.name for p in paths)  # none abandoned
+
+
+def test_fsync_all_of_nothing_does_nothing(tmp_path: Path) -> None:
+    fs = _Syncs()
+    fs.fsync_all([])
+    fs.fsync_all(iter(()))
+    assert fs.synced == []
+
+
+def test_fsync_all_syncs_each_path_as_the_writer_yields_it(tmp_path: Path) -> None:
+    """A generator's first file is being synced while it writes the next; if the writer
+    fails half-way, what it had handed over is synced before the failure is raised."""
+    issued = threading.Event()
+
+    class Watching(_Syncs):
+        def fsync(self, path: Path) -> None:
+            super().fsync(path)
+            issued.set()
+
+    fs = Watching()
+
+    def writer(fail: bool) -> Iterator[Path]:
+        for i in range(3):
+            path = tmp_path / f"{'bad' if fail else 'ok'}{i}"
+            fs.create_write(path, b"x")
+            yield path
+            assert issued.wait(20), "not synced before the writer went on"
+            issued.clear()
+            if fail and i == 1:
+                raise _Boom("disk full")
+
+    fs.fsync_all(writer(False))
+    assert fs.synced == ["ok0", "ok1", "ok2"]
+    with pytest.raises(_Boom, match="disk full"):
+        fs.fsync_all(writer(True))
+    assert fs.synced[3:] == ["bad0", "bad1"]

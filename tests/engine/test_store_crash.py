@@ -14,7 +14,7 @@ and the invariants are checked.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -60,6 +60,29 @@ class FaultyFs(FsOps):
                 path.write_bytes(data[: len(data) // 2])  # torn temp file
             raise Injected(f"create {path.name}")
         path.write_bytes(data)
+
+    def create_write(self, path: Path, data: bytes) -> None:
+        if self._step():
+            if self.count - 1 == self.fail_at:
+                path.write_bytes(data[: len(data) // 2])  # torn file
+            raise Injected(f"create {path.name}")
+        path.write_bytes(data)
+
+    def fsync(self, path: Path) -> None:
+        if self._step():
+            raise Injected(f"fsync {path.name}")
+
+    def fsync_all(self, paths: Iterable[Path]) -> None:
+        # one step per path, in order (a writer's generator makes its own steps between
+        # them); like the real one, every fsync is tried before the first failure is raised
+        first: Injected | None = None
+        for path in paths:
+            try:
+                self.fsync(path)
+            except Injected as exc:
+                first = first or exc
+        if first is not None:
+            raise first
 
     def append_sync(self, path: Path, data: bytes) -> None:
         if self._step():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,15 @@ class Recorder(FsOps):
         self.log.append(("create", path.name))
         super().create_write_sync(path, data)
 
+    def create_write(self, path: Path, data: bytes) -> None:
+        self.log.append(("create", path.name))
+        super().create_write(path, data)
+
+    def fsync_all(self, paths: Iterable[Path]) -> None:
+        issued = list(paths)  # the writer's creates happen as its paths are produced
+        self.log.append(("fsync-all", ",".join(p.name for p in issued)))
+        super().fsync_all(issued)
+
     def replace(self, src: Path, dst: Path) -> None:
         self.log.append(("replace", str(dst)))
         super().replace(src, dst)
@@ -90,7 +100,7 @@ def test_commit_writes_journal_first_then_folders_then_index(
     names = [
         str(Path(t).relative_to(store.dir)) if op == "replace" else t
         for op, t in rec.log
-        if op != "create"
+        if op not in ("create", "fsync-all")
     ]
     journal = ".commit-arc-1.json"
     assert names[0] == journal  # the journal lands before anything else
@@ -102,6 +112,92 @@ def test_commit_writes_journal_first_then_folders_then_index(
     assert names[index_at + 1 :] == [journal]  # committed record after the index
     assert read_json(store.paths.journal("arc-1"))["state"] == "committed"
     assert [e.id for e in store.index] == [m1.id, m2.id]
+
+
+class Durability(FsOps):
+    """Follows what is durable: a file or directory entry counts once an fsync covered
+    it (the file itself, its directory, or an ``fsync_all`` naming either)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.written: list[Path] = []  # created or renamed into place, not yet synced
+        self.published: list[Path] = []  # folders renamed into place, not yet synced
+        self.events: list[tuple[str, str]] = []
+
+    def _rel(self, path: Path) -> str:
+        return str(path.relative_to(self.root))
+
+    def _synced(self, path: Path) -> None:
+        self.written = [w for w in self.written if w != path and w.parent != path]
+
+    def create_write_sync(self, path: Path, data: bytes) -> None:
+        super().create_write_sync(path, data)
+        self.written.append(path.parent)  # its content is durable, its entry not yet
+
+    def create_write(self, path: Path, data: bytes) -> None:
+        super().create_write(path, data)
+        self.events.append(("create", self._rel(path)))
+        self.written += [path, path.parent]
+
+    def fsync_all(self, paths: Iterable[Path]) -> None:
+        issued: list[Path] = []
+
+        def tracked() -> Iterator[Path]:
+            for path in paths:
+                issued.append(path)
+                yield path
+
+        super().fsync_all(tracked())
+        for path in issued:  # durable once the call returns, not before
+            self._synced(path)
+        self.events.append(("synced", ",".join(sorted(self._rel(p) for p in issued))))
+
+    def fsync_dir(self, path: Path) -> None:
+        super().fsync_dir(path)
+        self._synced(path)
+        self.published = [p for p in self.published if p.parent != path]
+
+    def replace(self, src: Path, dst: Path) -> None:
+        assert src not in self.written, f"{dst} replaced by a file not yet durable"
+        super().replace(src, dst)
+        self.written.append(dst.parent)
+        if dst.name == "index.json" and dst.parent == self.root:
+            self.events.append(("index", ""))
+            assert not self.published, f"the index names folders not yet durable: {self}"
+
+    def rename(self, src: Path, dst: Path) -> None:
+        # a folder is published only once all of it is durable
+        assert not [w for w in self.written if w == src or w.parent == src], self.written
+        super().rename(src, dst)
+        self.events.append(("rename", dst.name))
+        self.published.append(dst)
+
+
+def test_each_step_is_durable_before_the_next_and_fsyncs_are_batched_within_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = open_session(tmp_path, "s1")
+    fs = Durability(store.dir)
+    monkeypatch.setattr(jsonio, "fs", fs)
+    with store.transaction("arc-1") as txn:
+        metas = [pending_meta(store, n) for n in range(5)]
+        for n, meta in enumerate(metas):
+            images = [(f"img-{n}.png", b"\x89PNG" + bytes([n]))] if n % 2 else []
+            txn.add_folder(meta, msgs(n), images=images)
+    kinds = [kind for kind, _ in fs.events]
+    # images: all temp files, one batch of fsyncs; folders: all files, one batch, renames
+    syncs = [i for i, kind in enumerate(kinds) if kind == "synced"]
+    assert len(syncs) == 2
+    image_batch, folder_batch = (fs.events[i][1].split(",") for i in syncs)
+    assert len(image_batch) == 2 and all(p.startswith("images/.img-") for p in image_batch)
+    staged = [f".staging-{m.id}" for m in metas]
+    assert sorted(folder_batch) == sorted(
+        [*staged, *(f"{s}/{f}" for s in staged for f in ("context.json", "meta.json"))]
+    )
+    renames = [i for i, kind in enumerate(kinds) if kind == "rename"]
+    assert len(renames) == 5 and min(renames) > syncs[1]
+    assert kinds.index("index") > max(renames)
+    assert [e.id for e in store.index] == [m.id for m in metas]
 
 
 def test_committed_files_and_fields(tmp_path: Path) -> None:
@@ -324,3 +420,27 @@ def test_empty_transaction_writes_nothing(tmp_path: Path) -> None:
         pass
     assert disk_state(store.dir) == before
     assert store.rollback_committed("arc-1") == []
+
+
+def test_while_syncing_runs_for_each_folder_once_its_files_are_handed_to_the_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = open_session(tmp_path, "s1")
+    fs = Durability(store.dir)
+    monkeypatch.setattr(jsonio, "fs", fs)
+    with store.transaction("arc-1") as txn:
+        metas = [pending_meta(store, n) for n in range(4)]
+        for n, meta in enumerate(metas):
+            txn.add_folder(meta, msgs(n))
+        txn.while_syncing = lambda fid: fs.events.append(("hook", fid))
+    order = [(kind, what) for kind, what in fs.events if kind in ("create", "hook", "rename")]
+    for n, meta in enumerate(metas):
+        at = order.index(("hook", meta.id))
+        staged = f".staging-{meta.id}"
+        assert order[at - 2 : at] == [
+            ("create", f"{staged}/context.json"),
+            ("create", f"{staged}/meta.json"),
+        ]
+        if n + 1 < len(metas):  # before the next folder is written
+            assert order[at + 1] == ("create", f".staging-{metas[n + 1].id}/context.json")
+    assert [kind for kind, _ in order[-4:]] == ["rename"] * 4  # all before any rename
