@@ -9,7 +9,12 @@ meter puts at 128k tokens. Three cases, timed interleaved in one run:
   indexes its folders (48 of them) and renders the task block listing them before it
   answers; committed right after;
 * "pending": the same session, below the trigger, while those folders wait to be
-  scored (the pre-step renders the task block of every one of them).
+  scored (the pre-step renders the task block of every one of them);
+* "refused": the bytes of the "no archive" request under a method the daemon does not
+  have: it reads, parses and refuses them (-32601). Not a goal, a yardstick: what any
+  request this size costs this daemon on this machine before a handler runs (the
+  socket, the parse on the daemon's allocator, the answer), so the other rows can be
+  read against it.
 
 The floor of each case is reading and parsing the very request bytes it sent
 (``orjson.loads`` of the same line, timed right after the call): the work any daemon
@@ -31,6 +36,7 @@ from tests.archive_fixtures import Surface, pre_step_params
 from tests.e2e.harness import LineSocket, request_line
 
 SURFACE_TOKENS = 128_000
+REFUSED_METHOD = "bench/no-such-method"
 CAPS = {"tokenMeter": True, "systemPrompt": True, "tools": True, "attachments": True}
 
 
@@ -73,6 +79,9 @@ class _Case:
         answer = c.recv_json()
         self.calls.append(time.perf_counter() - t0)
         self.floors.append(parse_floor(line))
+        if method == REFUSED_METHOD:
+            assert answer["error"]["code"] == -32601, answer
+            return None
         assert "result" in answer, answer
         return answer["result"]
 
@@ -92,19 +101,20 @@ class _Case:
 
 
 def run_archive(path: Path, n: int) -> list[dict[str, Any]]:
-    """Rows for the bench table: the three cases (see the module docstring), ``n`` ≥ 3
-    repetitions each, interleaved."""
+    """Rows for the bench table: the cases of the module docstring, ``n`` ≥ 3 repetitions
+    each, interleaved."""
     n = max(3, n)
     s = _surface()
     c = LineSocket(path, timeout=60)
     c.call(0, "initialize", {"protocolVersion": 1, "capabilities": CAPS})
     quiet = _params(s, "bench-quiet", 50)
-    idle, busy, waiting = _Case(), _Case(), _Case()
+    idle, busy, waiting, refused = _Case(), _Case(), _Case(), _Case()
     rates: list[float] = []
     folders = 0
     for i in range(n):
         r = idle.call(c, 10 * i + 1, "agent/pre-step", quiet)
         assert r["compaction"] is None, r
+        refused.call(c, 10 * i + 5, REFUSED_METHOD, quiet)
         sid = f"bench-arc-{time.time_ns()}-{i}"
         r = busy.call(c, 10 * i + 2, "agent/pre-step", _params(s, sid, 80))
         comp = r["compaction"]
@@ -124,4 +134,5 @@ def run_archive(path: Path, n: int) -> list[dict[str, Any]]:
             "archive", messages, folders=folders, folders_s=round(statistics.median(rates), 1)
         ),
         waiting.row(f"{folders} pending", messages, folders=folders, folders_s="-"),
+        refused.row("refused", messages, folders=0, folders_s="-"),
     ]

@@ -285,8 +285,12 @@ def json_shape_errors(value: Any, prefix: tuple[str, ...] = ()) -> list[dict[str
 
     Iterative (a deep value must not be able to exhaust the Python stack). Applied to
     the whole params of every request, so free-form parts (unknown fields, tool-call
-    arguments, `host`) can always be written back by orjson.
+    arguments, `host`) can always be written back by orjson. A value that
+    :func:`surely_within_shape_limits` clears has no problem to find: the walk (a few ms
+    over a 500 KB surface) runs only for the others, and finds what it always found.
     """
+    if surely_within_shape_limits(value):
+        return []
     stack: list[tuple[Any, tuple[str, ...]]] = [(value, prefix)]
     depth_base = len(prefix)
     while stack:
@@ -310,6 +314,29 @@ def json_shape_errors(value: Any, prefix: tuple[str, ...] = ()) -> list[dict[str
             if _container(v):
                 stack.append((v, (*path, k)))
     return []
+
+
+_DEEP_LINE = b"\n" + b" " * (2 * MAX_DEPTH)
+"""In orjson's 2-space indented form a value inside k containers starts a line indented
+2k spaces, and raw newlines are never inside strings: this marks a value MAX_DEPTH deep."""
+
+
+def surely_within_shape_limits(value: Any) -> bool:
+    """True only when :func:`json_shape_errors` would find nothing, proved in C: one
+    indented orjson encoding (a fraction of a millisecond for 500 KB) bounds every string
+    and key (its characters are at most the encoding's bytes), every array (each item
+    gets a line of its own) and the nesting (no line indented MAX_DEPTH levels). False
+    means "walk it": too big or too deep to tell, or not encodable (nesting beyond
+    orjson's 255 levels, a non-string key, an integer beyond 64 bits)."""
+    try:
+        data = orjson.dumps(value, option=orjson.OPT_INDENT_2)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return False
+    return (
+        len(data) <= MAX_TEXT_CHARS
+        and data.count(b"\n") < MAX_ARRAY_ITEMS
+        and _DEEP_LINE not in data
+    )
 
 
 def _container(value: Any) -> bool:
@@ -515,5 +542,6 @@ __all__ = [
     "field_errors",
     "json_shape_errors",
     "parse_params",
+    "surely_within_shape_limits",
     "tool_arguments_errors",
 ]

@@ -25,6 +25,13 @@ after the folders and the index are durable. Whatever reads the whole surface (i
 for step 2, the plan of step 3 with its image checks) runs in a worker thread as well:
 the event loop only awaits, so one session's 400-message pre-step never holds up
 another session's answer.
+
+A pre-step does only what its answer needs: below the trigger (most of them) nothing
+reads the surface; the surface ids are taken only when an unreported archive could be
+replayed (or for the record of a new one); image files are checked only when the plan
+archives images. The task block of an archive's answer lists the new folders: their
+readable texts are computed from the plan's messages while the store makes each folder
+durable (``Transaction.while_syncing``), not read back from disk afterwards.
 """
 
 from __future__ import annotations
@@ -33,18 +40,27 @@ import os
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 import structlog
-from pydantic import Field
+from pydantic import Field, WrapValidator
 
-from engine.archive import PreStepInput, PreStepPlan, Switches, plan_pre_step, switch_off_reason
+from engine.archive import (
+    PlannedFolder,
+    PreStepInput,
+    PreStepPlan,
+    Switches,
+    below_trigger,
+    plan_pre_step,
+    switch_off_reason,
+)
 from engine.archive.commit import archive_token, commit_plan
 from engine.archive.image_check import image_kind
 from engine.archive.telemetry import rearchive_record
 from engine.config.model import MemoryConfig
 from engine.recall_view import RecallBlockView
+from engine.scoring.readable import ReadableText, readable_text
 from engine.store import FolderNotFoundError, Transaction
 from handlers.app import App
 from handlers.archive_state import MAX_SETTLED, Outcome, PendingArchive, span_of, surface_ids
@@ -63,6 +79,7 @@ from handlers.recall_state import ensure_recall_state
 from handlers.scoring_policy import archive_gate
 from handlers.sections import sections_answer
 from handlers.sessions import SessionState
+from handlers.validated_once import ValidatedOnce
 
 log = structlog.get_logger("rofmd.archive")
 
@@ -96,15 +113,23 @@ class ContextInfo(Wire):
     nodes: list[NodeTokens] = Field(default_factory=list, max_length=MAX_NODES)
 
 
+KNOWN_SURFACE_NODES = ValidatedOnce()
+"""Surface nodes already validated (``handlers.validated_once``): the host re-sends them
+with every pre-step."""
+
+
 class PreStepParams(Wire):
-    """`agent/pre-step` params; each surface node is checked against `SurfaceNodeShape`."""
+    """`agent/pre-step` params; each surface node is checked against `SurfaceNodeShape`
+    (once per distinct node: ``KNOWN_SURFACE_NODES``)."""
 
     session: Session
     turn: SafeInt = 0
     step: SafeInt | None = None
     messages: list[Any] = Field(default_factory=list, max_length=MAX_NODES)
     context: ContextInfo | None = None
-    surface: list[SurfaceNode] = Field(default_factory=list, max_length=MAX_NODES)
+    surface: list[Annotated[SurfaceNode, WrapValidator(KNOWN_SURFACE_NODES)]] = Field(
+        default_factory=list, max_length=MAX_NODES
+    )
 
 
 class ArchiveCommitParams(Wire):
@@ -187,19 +212,24 @@ async def _maybe_archive(
         return None
     if params.context is None:
         return None
-    ids = await anyio.to_thread.run_sync(surface_ids, params.surface)
-    replay = await _replayed(state, ids, ctx)
-    if replay is not None:
-        log.info("pre-step replayed: same compaction answered", token=replay.token)
-        return replay.compaction
+    ids: dict[int, str | None] | None = None
+    if any(pend.phase == "answered" for pend in state.archive.pending.values()):
+        # only an answered, unreported archive can be replayed or have landed
+        ids = await anyio.to_thread.run_sync(surface_ids, params.surface)
+        replay = await _replayed(state, ids, ctx)
+        if replay is not None:
+            log.info("pre-step replayed: same compaction answered", token=replay.token)
+            return replay.compaction
 
     context = params.context
+    if below_trigger(context.totalTokens, context.contextWindow, cfg):
+        return None  # what the plan would say, known without reading the surface
     attachments = conn.capability("attachments")
     recall = state.recall
     candidates = list(recall.rearchive_candidates()) if recall is not None else None
     hard_stopped = state.archive.hard_stopped
 
-    def plan_it() -> PreStepPlan:
+    def plan_with(readable_images: dict[str, str]) -> PreStepPlan:
         return plan_pre_step(
             PreStepInput(
                 session_id=params.session.id,
@@ -211,11 +241,21 @@ async def _maybe_archive(
                 now_ms=ctx.now_ms,
                 cfg=cfg,
                 recall=candidates,
-                readable_images=_readable_images(params.surface) if attachments else {},
+                readable_images=readable_images,
                 attachments=attachments,
                 hard_stopped=hard_stopped,
             )
         )
+
+    def plan_it() -> PreStepPlan:
+        # The plan reads image files' first bytes only for the images it archives: most
+        # pre-steps archive none, and those pay for no file check (and no surface scan).
+        plan = plan_with({})
+        if attachments and plan.image_paths:
+            readable = _readable_images(params.surface)
+            if any(path in readable for path in plan.image_paths):
+                plan = plan_with(readable)
+        return plan
 
     plan = await anyio.to_thread.run_sync(plan_it)
     for key, message in plan.warnings:
@@ -228,9 +268,10 @@ async def _maybe_archive(
             _warn(state, warnings, "scoring-gate", w)
         if not gate.allowed:
             return None
+        listed = conn.capability("systemPrompt")  # this answer's task block lists them
         with ctx.commit_guard():
             compaction = await anyio.to_thread.run_sync(
-                lambda: _commit(state, plan, params, ids, ctx.now_ms, cfg, warnings)
+                lambda: _commit(state, plan, params, ids, ctx.now_ms, cfg, warnings, listed)
             )
     else:
         compaction = None
@@ -319,11 +360,14 @@ def _commit(
     state: SessionState,
     plan: PreStepPlan,
     params: PreStepParams,
-    ids: dict[int, str | None],
+    ids: dict[int, str | None] | None,
     now_ms: int,
     cfg: MemoryConfig,
     warnings: list[str],
+    listed: bool = False,
 ) -> dict[str, Any] | None:
+    """Write the plan; ``listed``: the answer will list the new folders in its task block,
+    whose readable texts are then computed while the folders are being made durable."""
     store = state.store
     rearchive = plan.rearchive
     recall = state.recall
@@ -354,7 +398,9 @@ def _commit(
         ast.begin(
             PendingArchive(
                 token=token,
-                span=span_of(plan.shadowed_seqs, ids),
+                span=span_of(
+                    plan.shadowed_seqs, ids if ids is not None else surface_ids(params.surface)
+                ),
                 journal=txn.record(),
                 recall_snapshot=snapshot,
                 recall=recall if rearchiving else None,
@@ -365,6 +411,11 @@ def _commit(
         if rearchiving:
             applied = True
             _apply_rearchive(state, plan, params.turn, now_ms, warnings, marked, missing)
+
+    texts: dict[int, ReadableText] = {}
+
+    def readable_text_of(folder: PlannedFolder) -> None:
+        texts[folder.ordinal] = readable_text(folder.messages)
 
     try:
         out = commit_plan(
@@ -377,6 +428,7 @@ def _commit(
             step=params.step,
             archiver_version=ARCHIVER_VERSION,
             before_write=before_write,
+            while_syncing=readable_text_of if listed else None,
         )
         for key, message in out.warnings:
             _warn(state, warnings, key, message)
@@ -386,6 +438,12 @@ def _commit(
             return None
         store.append_stats(out.record)
         folder_ids, written = out.folder_ids, out.written
+        # what readable_for would read back from each new folder's context.json
+        fresh = set(written)
+        for fid, folder in zip(folder_ids, plan.folders, strict=True):
+            text = texts.get(folder.ordinal)
+            if fid in fresh and text is not None:
+                state.scoring_texts[fid] = text
         compaction: dict[str, Any] = {
             "token": token,
             "replace": {"startSeq": plan.start_seq, "endSeq": plan.end_seq},

@@ -11,10 +11,18 @@ judging; `memory_judge` resets the count.
 The window for the budget is the last `contextWindow` the host reported (pre-step, else
 inbox), else `compress.contextWindowTokens`, else 128 000 tokens
 (`engine.scoring.task_block.DEFAULT_WINDOW_TOKENS`).
+
+The lists are gathered for every answer, the block is laid out again only when what it
+shows changed (an item, a text, a waiting time, the budget): while folders wait, the
+answers of a session reuse its last block (`_render`).
 """
 
 from __future__ import annotations
 
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import anyio
@@ -29,6 +37,7 @@ from engine.scoring.task_block import (
     TaskBlock,
     TaskBlockInput,
     first_in_order,
+    format_age,
     render_task_block,
     task_budget,
 )
@@ -89,7 +98,8 @@ def build_task_block(
     labels: list[tuple[str, int]] = []
     if pending_items and cfg.event.show_existing and cfg.event.mode != "off":
         labels = existing_label_list(stats.label_counts(), cfg.event.show_existing_limit)
-    return render_task_block(
+    return _render(
+        state,
         TaskBlockInput(
             pending=pending_items,
             review=review_items,
@@ -104,8 +114,57 @@ def build_task_block(
             pending_total=len(listed),
             review_total=len(stats.review),
             channel=is_channel_session(cfg, state.key),
-        )
+        ),
     )
+
+
+_RenderKey = tuple[TaskBlockInput, tuple[str, ...]]
+_LAST_RENDER: dict[int, tuple[weakref.ref[SessionState], _RenderKey, TaskBlock]] = {}
+"""The last block rendered per session object (by id, checked through a weak reference;
+an entry goes with its session: a disposed or evicted session keeps nothing here)."""
+_LAST_RENDER_LOCK = threading.Lock()
+MAX_REMEMBERED_BLOCKS = 256
+"""Sessions whose last block is kept (a block and what it lists: tens of kB)."""
+
+
+def _forgetting(sid: int) -> Callable[[weakref.ref[SessionState]], None]:
+    """The weak reference's callback: the session object ``sid`` is gone. No lock: it may
+    run inside any allocation, locked or not (one dict operation, atomic)."""
+
+    def forget(ref: weakref.ref[SessionState]) -> None:
+        entry = _LAST_RENDER.get(sid)
+        if entry is not None and entry[0] is ref:
+            _LAST_RENDER.pop(sid, None)
+
+    return forget
+
+
+def render_key(inp: TaskBlockInput) -> _RenderKey:
+    """What ``render_task_block(inp)`` depends on: the input but the clock, and the clock
+    only through the waiting time each pending item shows (its age line)."""
+    ages = tuple(format_age(max(0, inp.now_ms - it.since_ms)) for it in inp.pending[:LIST_LIMIT])
+    return replace(inp, now_ms=0), ages
+
+
+def _render(state: SessionState, inp: TaskBlockInput) -> TaskBlock:
+    """``render_task_block(inp)``, or the same block again when nothing it shows changed:
+    while folders wait to be scored, every answer of the session lists the same items
+    (fitting them to the budget is most of the cost of an answer that carries sections)."""
+    key = render_key(inp)
+    last = _LAST_RENDER.get(id(state))
+    if last is not None and last[0]() is state and last[1] == key:
+        return last[2]
+    block = render_task_block(inp)
+    sid = id(state)
+    ref = last[0] if last is not None and last[0]() is state else None
+    if ref is None:
+        ref = weakref.ref(state, _forgetting(sid))
+    with _LAST_RENDER_LOCK:  # sessions render in worker threads of their own
+        _LAST_RENDER.pop(sid, None)
+        _LAST_RENDER[sid] = (ref, key, block)
+        while len(_LAST_RENDER) > MAX_REMEMBERED_BLOCKS:
+            _LAST_RENDER.pop(next(iter(_LAST_RENDER)), None)
+    return block
 
 
 async def tasks_section_text(app: App, state: SessionState, ctx: RequestContext) -> str:

@@ -165,14 +165,15 @@ class Connection:
         if not line.strip():
             return
         parsed = parse_line(line)
+        size = len(line)
         if not parsed.is_batch:
             item = parsed.calls[0]
             if isinstance(item, Call):
                 if item.has_id:
                     self._expect()
-                    self._dispatcher.submit(item, self.state, self.answer)
+                    self._dispatcher.submit(item, self.state, self.answer, size=size)
                 else:
-                    self._dispatcher.submit(item, self.state, _discard)
+                    self._dispatcher.submit(item, self.state, _discard, size=size)
             else:
                 self._expect()
                 self._dispatcher.spawn(self.answer, item)
@@ -185,7 +186,7 @@ class Connection:
         for index, item in enumerate(parsed.calls):
             if isinstance(item, Call):
                 reply = batch.slot(index) if batch is not None and item.has_id else _discard
-                self._dispatcher.submit(item, self.state, reply)
+                self._dispatcher.submit(item, self.state, reply, size=size)
             elif batch is not None:
                 self._dispatcher.spawn(batch.slot(index), item)
 

@@ -10,6 +10,13 @@ commit guard (see `handlers.context.RequestContext.commit_guard`).
 A session whose lane is gone (nothing queued or running) is idle: only then may the
 daemon evict it (`lane_busy`, `on_lane_idle`; `rofmd.eviction`). Each request that
 ends marks its session used at the daemon's clock (`SessionRegistry.touch`).
+
+Params are validated where the handler runs, inside its deadline. A request whose line
+is at least `OFF_LOOP_BYTES` long is validated in a worker thread, so checking one
+session's megabytes never holds the event loop for all the others (the answer is the same
+either way, errors included). Smaller ones stay on the loop: a pre-step's 500 KB surface
+costs a few ms there, mostly nodes validated before (`handlers.validated_once`), and
+about a third more in a thread, where the request's freshly parsed objects are cold.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from typing import Any
 import anyio
 import structlog
 from anyio.abc import TaskGroup
+from pydantic import BaseModel
 
 from handlers.app import App
 from handlers.context import ConnectionState, RequestContext
@@ -40,10 +48,15 @@ from handlers.params import parse_params
 from handlers.registry import lookup
 from handlers.session_access import opens_lazily
 from handlers.sessions import session_access
+from handlers.validated_once import json_values
 from rofmd.jsonrpc import CANCEL_METHOD, Call, error_response, result_response
 
 Reply = Callable[[dict[str, Any]], Coroutine[Any, Any, None]]
 log = structlog.get_logger("rofmd.dispatch")
+
+OFF_LOOP_BYTES = 1024 * 1024
+"""Requests from this line length up are validated in a worker thread (module docstring):
+tens of ms of checks for a surface never seen before."""
 
 
 @dataclass(eq=False)
@@ -54,6 +67,8 @@ class Job:
     conn: ConnectionState
     reply: Reply
     lane_key: str | None
+    size: int = 0
+    """Bytes of the line the call came in (0: not from a line)."""
     scope: anyio.CancelScope | None = None
     ctx: RequestContext | None = None
     started: bool = False
@@ -115,8 +130,10 @@ class Dispatcher:
 
     # ---- submission -------------------------------------------------------------
 
-    def submit(self, call: Call, conn: ConnectionState, reply: Reply) -> None:
-        """Accept a call synchronously, so arrival order is the order of submit calls."""
+    def submit(self, call: Call, conn: ConnectionState, reply: Reply, *, size: int = 0) -> None:
+        """Accept a call synchronously, so arrival order is the order of submit calls.
+        ``size``: the length of the line it came in (large ones are validated off the
+        event loop)."""
         if call.method == CANCEL_METHOD:
             self._cancel(call, conn)
             if call.has_id:
@@ -124,7 +141,7 @@ class Dispatcher:
             return
         sid = _session_id(call.params)
         lane_key = self._lane_key(sid) if sid is not None else None
-        job = Job(call=call, conn=conn, reply=reply, lane_key=lane_key)
+        job = Job(call=call, conn=conn, reply=reply, lane_key=lane_key, size=size)
         self.counters["requests"] += 1
         if lane_key is None:
             self._begin(job)
@@ -266,7 +283,7 @@ class Dispatcher:
                 if job.cancel_requested:
                     scope.cancel()
                 try:
-                    params = parse_params(method.params, call.params)
+                    params = await _validated(method.params, call.params, job.size)
                     lazy = opens_lazily(self.app, call.method, params, job.conn)
                     with session_access(read_only=lazy):
                         result = await method.handler(self.app, params, ctx)
@@ -341,6 +358,19 @@ class Dispatcher:
     def queue_depths(self) -> dict[str, int]:
         """Pending requests per session lane, for `status`."""
         return {k: len(lane.pending) for k, lane in sorted(self._lanes.items()) if lane.pending}
+
+
+async def _validated(model: type[BaseModel], raw: Any, size: int) -> BaseModel:
+    """``parse_params`` of values read from a JSON line; off the loop when the line is
+    large (module docstring)."""
+
+    def validate() -> BaseModel:
+        with json_values():
+            return parse_params(model, raw)
+
+    if size >= OFF_LOOP_BYTES:
+        return await anyio.to_thread.run_sync(validate)
+    return validate()
 
 
 def _hashable(value: Any) -> Any:

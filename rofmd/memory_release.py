@@ -3,8 +3,9 @@
 Dropping a session's state frees its objects, but the process keeps the pages: the
 allocator holds freed memory for reuse, so the resident size stays at its peak. After
 an unload (dispose or eviction) this empties what keeps blocks of that memory in use
-although the sessions are gone: the engine's memo caches (`engine.memo`) and CPython's
-type attribute cache (attribute names looked up lately), both refilled on demand; then
+although the sessions are gone: the engine's memo caches (`engine.memo`), the validated
+surface nodes (`handlers.validated_once`) and CPython's type attribute cache (attribute
+names looked up lately), all refilled on demand; then
 it runs a full garbage collection (cycles, and the interpreter's free lists) and, on
 glibc, `malloc_trim(0)`, which hands free pages back. How much comes back depends on
 the allocator, which is why `rofmd serve` runs on glibc's malloc (`rofmd.allocator`).
@@ -31,6 +32,7 @@ import anyio
 import structlog
 
 from engine.memo import clear_memo_caches
+from handlers.validated_once import forget_all
 from rofmd.allocator import allocator_name
 
 log = structlog.get_logger("rofmd.memory")
@@ -87,7 +89,7 @@ def release_memory(trim: Callable[[int], int] | None) -> Release:
     """Collect garbage and trim malloc's free pages. Blocking (call in a worker thread)."""
     started = time.monotonic()
     before = resident_bytes()
-    memo = clear_memo_caches()
+    memo = clear_memo_caches() + forget_all()
     # the type attribute cache holds the attribute names looked up lately, made among the
     # sessions' data as well (CPython; refills on demand)
     clear_type_cache = getattr(sys, "_clear_type_cache", None)

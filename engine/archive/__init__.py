@@ -22,6 +22,7 @@ from engine.archive.plan import (
     PreStepInput,
     PreStepPlan,
     Switches,
+    below_trigger,
     plan_pre_step,
     switch_off_reason,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "PreStepInput",
     "PreStepPlan",
     "Switches",
+    "below_trigger",
     "plan_pre_step",
     "switch_off_reason",
 ]

@@ -30,6 +30,7 @@ __all__ = [
     "PreStepInput",
     "PreStepPlan",
     "Switches",
+    "below_trigger",
     "plan_pre_step",
     "switch_off_reason",
 ]
@@ -129,6 +130,9 @@ class PreStepPlan:
     total_segments: int = 0
     guarded: bool = False
     """Skipped by a guard (window, hard stop, size): not a pressure episode."""
+    image_paths: tuple[str, ...] = ()
+    """Host paths of the images in the archived span, the only ones ``readable_images``
+    is consulted for: a caller checks those files only when there are any."""
 
     @property
     def archives(self) -> bool:
@@ -150,6 +154,13 @@ def node_token_counts(nodes: Sequence[Node], measured: Mapping[int, int]) -> lis
     return out
 
 
+def below_trigger(total_tokens: int, host_window: int, cfg: MemoryConfig) -> bool:
+    """The context is at or below ``compress.triggerPercent`` of a known window: the plan
+    is ``below-trigger``, with no warning, whatever the surface (known without it)."""
+    window = effective_window(host_window, cfg.compress)
+    return window > 0 and total_tokens * 100 / window <= cfg.compress.trigger_percent
+
+
 def plan_pre_step(inp: PreStepInput) -> PreStepPlan:
     """Plan one pre-step: guards, re-archive (pass 0), passes, chunks, note."""
     cfg = inp.cfg.compress
@@ -161,10 +172,10 @@ def plan_pre_step(inp: PreStepInput) -> PreStepPlan:
         plan.warnings.append(("no-window", "no context window known: archiving skipped"))
         plan.guarded = True
         return plan
-    pct = inp.total_tokens * 100 / window
-    plan.percent_before = pct
-    if pct <= cfg.trigger_percent:
+    plan.percent_before = inp.total_tokens * 100 / window
+    if below_trigger(inp.total_tokens, inp.host_window, inp.cfg):
         return plan
+    pct = plan.percent_before
     if inp.total_tokens < cfg.min_context_tokens:
         plan.outcome = "skipped"
         plan.guarded = True
@@ -252,6 +263,11 @@ def plan_pre_step(inp: PreStepInput) -> PreStepPlan:
         return plan
 
     archived_nodes = conv[: cut.cut]
+    plan.image_paths = tuple(
+        dict.fromkeys(
+            path for node in archived_nodes for img in node.images if (path := img.host_path)
+        )
+    )
     start_pos = extend_backwards(nodes, archived_nodes[0].pos)
     end_pos = archived_nodes[-1].pos
     parts = classify_span(nodes, start_pos, end_pos)

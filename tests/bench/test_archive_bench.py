@@ -2,8 +2,9 @@
 
 A quick run (3 repetitions): every case answers as the bench expects (no compaction
 below the trigger, a compaction of several folders at 80 %, the pending folders listed
-in the task block while they wait), and each row carries its median, the median of
-reading + parsing the same request bytes, and their ratio.
+in the task block while they wait, the yardstick request refused as an unknown method),
+and each row carries its median, the median of reading + parsing the same request bytes,
+and their ratio.
 """
 
 from __future__ import annotations
@@ -19,7 +20,12 @@ def test_floor_parses_the_request_line() -> None:
 def test_archive_rows_side_by_side() -> None:
     with running_daemon(env={"ROFMD_LOG_LEVEL": "warning"}) as d:
         rows = run_archive(d.socket_path, 3)
-    assert [r["case"] for r in rows] == ["no archive", "archive", f"{rows[1]['folders']} pending"]
+    assert [r["case"] for r in rows] == [
+        "no archive",
+        "archive",
+        f"{rows[1]['folders']} pending",
+        "refused",
+    ]
     assert rows[1]["folders"] > 1 and rows[2]["folders"] == rows[1]["folders"]
     for row in rows:
         assert row["runs"] == 3

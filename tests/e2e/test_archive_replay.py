@@ -40,7 +40,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -419,6 +419,17 @@ class SnapshotFs(FsOps):
     def create_write_sync(self, path: Path, data: bytes) -> None:
         self._snap(f"create {path.name}")
         super().create_write_sync(path, data)
+
+    def create_write(self, path: Path, data: bytes) -> None:
+        self._snap(f"create {path.name}")
+        super().create_write(path, data)
+
+    def fsync(self, path: Path) -> None:
+        pass
+
+    def fsync_all(self, paths: Iterable[Path]) -> None:
+        for _ in paths:  # a writer's generator makes its steps as it is consumed
+            pass
 
     def append_sync(self, path: Path, data: bytes) -> None:
         self._snap(f"append {path.name}")

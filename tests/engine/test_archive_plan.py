@@ -7,7 +7,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine.archive import PreStepInput, PreStepPlan, Switches, plan_pre_step, switch_off_reason
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.archive import (
+    PreStepInput,
+    PreStepPlan,
+    Switches,
+    below_trigger,
+    plan_pre_step,
+    switch_off_reason,
+)
 from engine.archive.surface import parse_surface
 from engine.config import build_config
 from engine.config.model import MemoryConfig
@@ -371,3 +381,60 @@ def test_rearchive_high_alpha_marked_in_emergency() -> None:
 def test_parse_surface_tolerates_garbage() -> None:
     nodes = parse_surface([{"seq": "x"}, {"type": "user/message", "message": {"content": 5}}])
     assert len(nodes) == 2
+
+
+# ---- what a pre-step knows before it plans ---------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    total=st.integers(0, 400_000),
+    window=st.integers(0, 300_000),
+    trigger=st.floats(5, 95),
+    configured=st.sampled_from([0, 32_000, 128_000]),
+)
+def test_below_trigger_is_what_the_plan_says(
+    total: int, window: int, trigger: float, configured: int
+) -> None:
+    config = cfg(triggerPercent=trigger, contextWindowTokens=configured)
+    s = conversation_surface(turns=4)
+    plan = plan_pre_step(
+        PreStepInput(
+            session_id="s1",
+            turn=s.turn,
+            surface=s.nodes,
+            node_tokens={},
+            total_tokens=total,
+            host_window=window,
+            now_ms=T0,
+            cfg=config,
+        )
+    )
+    quiet = plan.outcome == "below-trigger" and not plan.warnings
+    assert below_trigger(total, window, config) == quiet
+    if plan.outcome == "below-trigger":
+        assert quiet
+
+
+def test_image_files_matter_only_for_the_archived_span(tmp_path: Any) -> None:
+    """`image_paths` names the images the plan archives: a plan given the formats of those
+    alone is the plan given every image's (the kept tail's are never consulted)."""
+    old, kept = tmp_path / "old.png", tmp_path / "kept.png"
+    old.write_bytes(b"\x89PNG")
+    kept.write_bytes(b"\x89PNG")
+    s = Surface()
+    s.system()
+    s.user("旧图", images=[{"attachmentId": "a1", "mediaType": "image/png", "hostPath": str(old)}])
+    for i in range(30):
+        s.turn_pair(i)
+    s.user("新图", images=[{"attachmentId": "a2", "mediaType": "image/png", "hostPath": str(kept)}])
+    every = {str(old): "png", str(kept): "png"}
+    measured = scaled(s, 60_000)
+    blind = run(s, percent=70, measured=measured)
+    assert blind.outcome == "archive" and blind.image_paths == (str(old),)
+    full = run(s, percent=70, measured=measured, readable=every)
+    only = run(s, percent=70, measured=measured, readable={str(old): "png"})
+    assert only == full and full != blind
+    assert any(img.host_path for f in full.folders for img in f.images)
+    quiet = run(s, percent=10, measured=measured, readable=every)
+    assert quiet.outcome == "below-trigger" and quiet.image_paths == ()

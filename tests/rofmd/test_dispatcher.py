@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
+import orjson
 import pytest
 from pydantic import BaseModel
 
 from handlers.app import App, Paths
 from handlers.config_state import ConfigState
 from handlers.context import ConnectionState, RequestContext
-from handlers.params import OptionalSessionParams
+from handlers.params import OptionalSessionParams, SleepParams, parse_params
 from handlers.registry import Method
 from rofmd import dispatcher as dispatcher_mod
 from rofmd.dispatcher import Dispatcher
@@ -195,3 +197,49 @@ async def test_handler_exception_is_internal_error_with_id(
     assert [r["error"]["code"] for r in replies.items] == [-32603, -32603]
     assert len({r["error"]["data"]["errorId"] for r in replies.items}) == 2
     assert d.counters["errors"] == 2
+
+
+async def test_a_large_request_is_validated_off_the_loop_with_the_same_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From OFF_LOOP_BYTES up the params are checked in a worker thread: the handler sees
+    the same params, a refusal is the same -32602, byte for byte."""
+    loop_thread = threading.get_ident()
+    threads: list[bool] = []
+    real = parse_params
+
+    def recording(model: Any, raw: Any) -> Any:
+        threads.append(threading.get_ident() != loop_thread)
+        return real(model, raw)
+
+    async def handler(app: App, p: Any, ctx: RequestContext) -> dict[str, Any]:
+        return {"params": p.model_dump()}
+
+    _install(monkeypatch, handler, SleepParams)
+    monkeypatch.setattr(dispatcher_mod, "parse_params", recording)
+    monkeypatch.setattr(dispatcher_mod, "OFF_LOOP_BYTES", 1000)
+    calls = [
+        {"ms": 0, "session": {"id": "s", "cwd": "/p"}, "extra": {"x": [1, 2]}},
+        {"ms": -1, "session": {"id": ""}},
+        {"ms": 1.5, "session": {"id": ".."}},
+    ]
+    answers: dict[int, list[dict[str, Any]]] = {}
+    for size in (10, 5000):
+        replies = _Replies()
+        replies.expected = len(calls)
+        async with anyio.create_task_group() as tg:
+            d = Dispatcher(
+                _app(tmp_path), tg, max_pending_per_session=5, request_timeout=5, clock_ms=lambda: 0
+            )
+            for i, raw in enumerate(calls):
+                call = Call(method="test/op", params=raw, id=i, has_id=True)
+                d.submit(call, ConnectionState(conn_id=1), replies, size=size)
+            with anyio.fail_after(5):
+                await replies.done.wait()
+        answers[size] = sorted(replies.items, key=lambda r: r["id"])
+    assert threads == [False] * len(calls) + [True] * len(calls)
+    assert orjson.dumps(answers[10]) == orjson.dumps(answers[5000])
+    assert "result" in answers[10][0] and [a["error"]["code"] for a in answers[10][1:]] == [
+        -32602,
+        -32602,
+    ]
