@@ -124,6 +124,17 @@ RECALL_FULL_QUOTA_TRIMMED = (
 """§1.14.3 full-quota line at the end of the recall section; the reference quotes only
 its head 【本轮自动回忆已满配额(N 条)】, the rest follows renderFullPageHint's wording."""
 
+RECALL_CLAUSE_STATUS = "【本轮子问题召回情况】{items}"
+RECALL_CLAUSE_ITEM = "{n}.「{clause}」{status}"
+RECALL_CLAUSE_FOUND = "命中 {count} 条"
+RECALL_CLAUSE_NONE = "未找到相关记忆"
+RECALL_CLAUSE_SEPARATOR = "；"
+RECALL_CLAUSE_MAX_CHARS = 30
+RECALL_CLAUSE_ELLIPSIS = "…"
+"""§1.13.4: the line the recall section appends for a message of several clauses, each
+clause 命中 N 条 or 未找到相关记忆 (the reference's words; the brackets and numbering are
+the full-quota line's form). A clause is shown up to 30 characters."""
+
 RECALL_WARN_ROUND_BUDGET = (
     "recall round budget: dropped {dropped} of {picked} picks ({chars} > {max_chars} chars)"
 )
@@ -559,7 +570,7 @@ RECALL_TOOL_WARN_LIMIT = "limit={given} 超出 1..20，已按 {used} 处理。"
 RECALL_TOOL_WARN_OFFSET = "offset={given} 超出 0..10000，已按 {used} 处理。"
 RECALL_TOOL_WARN_NOT_INTEGER = "{field}={given} 不是整数，已按 {used} 处理。"
 RECALL_TOOL_WARN_UNSUPPORTED = (
-    "暂不支持 {params} 参数（时间 / 事件 / 标签 / 助手原话检索尚未实现），本次只按 keywords 检索；"
+    "暂不支持 {params} 参数（时间 / 事件 / 标签检索尚未实现），本次只按 keywords 检索；"
     "可以把相关的时间、事件、地点或人物写进 keywords。"
 )
 RECALL_TOOL_WARN_FILTERS_ONLY = (
@@ -570,6 +581,20 @@ RECALL_TOOL_WARN_FILTERS_ONLY = (
 reference does for time.mode / event.mode 'off': "忽略…参数(会返回提示)", and v1.4.1's
 time-only call that returns nothing rather than the whole store)."""
 RECALL_TOOL_PARAM_SEPARATOR = " / "
+RECALL_TOOL_WARN_NOT_BOOLEAN = (
+    "assistantSaid={given} 不是 true/false，已按省略处理（由本轮用户消息的引用句式自动判断）。"
+)
+RECALL_TOOL_WARN_ASSISTANT_OFF = "助手原话通道已关闭（recall.assistantSaid.enabled=false），assistantSaid 本次未生效，只按 keywords 检索。"
+RECALL_TOOL_ASSISTANT_AUTO = (
+    "本轮用户在问助手说过的话（「{phrase}」）：已同时检索助手原话通道，找到 {n} 条。"
+    "先核对助手原话再作答：说过就按原意引用，没找到就说没找到，禁止无证据否认或肯定。"
+)
+RECALL_TOOL_ASSISTANT_PARAM = (
+    "已同时检索助手原话通道（assistantSaid=true），找到 {n} 条。"
+    "先核对助手原话再作答：说过就按原意引用，没找到就说没找到，禁止无证据否认或肯定。"
+)
+"""The assistantSaid hint of §1.3 "返回" (引用句式时), after the count line: rule 4's words
+(§1.13.6) with what the channel found."""
 RECALL_TOOL_WARN_LEGACY_OFFSET = "recall.mode=legacy 不支持 offset 分页，本次已忽略 offset。"
 
 

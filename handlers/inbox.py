@@ -31,6 +31,7 @@ import structlog
 
 from engine.config import MemoryConfig
 from engine.recall import RecallState, RoundOutcome, analyze_query, run_round
+from engine.recall.assistant_said import message_query_info
 from handlers.context import RequestContext
 from handlers.params import Message, Millis, SafeInt, Session, TokenCount, Wire
 from handlers.recall_state import (
@@ -126,9 +127,11 @@ async def agent_inbox_inserted(
         state.context_window = params.contextWindow
     recalled: list[str] = []
     warnings: list[str] = []
+    text = trigger_text(params.message, params.session, cfg)
     if is_user_message(params.message, cfg):
         state.recall_strikes.reset()  # a new turn: memory_recall starts afresh
-    text = trigger_text(params.message, params.session, cfg)
+        # what memory_recall's automatic assistantSaid reads (a round refines it)
+        rs.query_info = message_query_info(text, cfg)
     mid = params.message.get("id")
     message_id = mid if isinstance(mid, str) and mid else None
     if (

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import structlog
 
+from engine.assistant_keywords import with_assistant_keywords
 from engine.config import MemoryConfig
 from engine.heuristic import with_batch
 from engine.relevance.stats import TermStats
@@ -153,7 +154,7 @@ def apply_heuristic(
     changes: dict[str, dict[str, Any]] = {
         fid: heuristic_fields(text, cfg, now_ms, stats) for fid, text in texts.items()
     }
-    state.store.update_metas(changes)
+    state.store.update_metas(with_assistant_keywords(state.store, changes))
     state.store.append_stats(
         {"type": "heuristic-score", "time": now_ms, "count": len(changes), "reason": reason}
     )

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from engine import texts
+from engine.assistant_keywords import with_assistant_keywords
 from engine.scoring.judge import (
     FolderFacts,
     FolderUnreadable,
@@ -104,8 +105,8 @@ def _plan(state: SessionState, arguments: dict[str, Any], app: App, now_ms: int)
 
 
 def _write(state: SessionState, plan: JudgePlan, telemetry: bool) -> None:
-    if plan.changes:
-        state.store.update_metas(plan.changes)
+    if plan.changes:  # an old folder judged again gets its 「你说过」 phrases
+        state.store.update_metas(with_assistant_keywords(state.store, plan.changes))
     if telemetry and plan.telemetry is not None:
         state.store.append_stats(plan.telemetry)
 

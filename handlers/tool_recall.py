@@ -1,6 +1,8 @@
 """`memory_recall` over `tools/call` (reference §1.3 "工具 memory_recall").
 
-The model searches its own session's memory by keywords: the engine checks the
+The model searches its own session's memory by keywords, and with `assistantSaid` (or
+when the current user message quotes the assistant, its quote phrase kept in the recall
+state's `queryInfo`) the 「你说过」 channel too: the engine checks the
 arguments (`engine.recall.search_args`), selects in the configured recall mode over the
 session's candidate and relevance indexes (`engine.recall.search`: the same indexes the
 inbox's automatic recall uses), reads only the folders it returns and renders them as
@@ -24,15 +26,18 @@ isError until then.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import structlog
 
 from engine import texts
+from engine.config import MemoryConfig
 from engine.recall import CandidateIndex, RecallState
+from engine.recall.assistant_said import channel_enabled, tool_assistant_query
 from engine.recall.fair import Pick
+from engine.recall.query import AssistantQuery
 from engine.recall.search import SearchPage, commit_search, keyword_query, load_entries, search
 from engine.recall.search_answer import (
     SearchAnswer,
@@ -104,17 +109,31 @@ class _Searched:
     unreadable: list[CorruptFolder] = field(default_factory=list)
 
 
-def _search(app: App, state: SessionState, rs: RecallState, args: SearchArgs) -> _Searched:
+def _assistant(rs: RecallState, args: SearchArgs, cfg: MemoryConfig) -> AssistantQuery | None:
+    """The call's 「你说过」 request: its `assistantSaid`, else the current user message's."""
+    current = (rs.query_info or {}).get("assistantSaid")
+    return tool_assistant_query(
+        args.keywords, args.assistant_said, current if isinstance(current, dict) else None, cfg
+    )
+
+
+def _search(
+    app: App,
+    state: SessionState,
+    rs: RecallState,
+    args: SearchArgs,
+    assistant: AssistantQuery | None,
+) -> _Searched:
     """Select and read (blocking; in a worker thread). Changes nothing."""
-    if not args.keywords:
-        return _Searched(None)  # filters only: nothing to search with
     cfg = app.config.config
+    if not args.keywords and (assistant is None or not assistant.keys):
+        return _Searched(None)  # filters only: nothing to search with
     index = candidate_index(state, cfg)
     relevance = relevance_index(state, cfg) if cfg.recall.mode == "ranked" else None
     page = search(
         index,
         rs,
-        keyword_query(args.keywords, cfg),
+        keyword_query(args.keywords, cfg, assistant=assistant),
         cfg,
         limit=args.limit,
         offset=args.offset,
@@ -142,9 +161,15 @@ async def recall_tool(
     if args.error is not None:
         bad = render_answer(args, None, [], cfg)
         return ToolResult(bad.value, bad.text, is_error=True)
+    if args.assistant_said and not channel_enabled(cfg):
+        args = replace(args, warnings=(*args.warnings, texts.RECALL_TOOL_WARN_ASSISTANT_OFF))
     started = time.monotonic()
     rs = await ensure_recall_state(app, state)
-    found = await anyio.to_thread.run_sync(lambda: _search(app, state, rs, args))
+    assistant = _assistant(rs, args, cfg)
+    if not args.keywords and args.assistant_said and (assistant is None or not assistant.keys):
+        need = render_answer(replace(args, error=texts.RECALL_TOOL_NEED_KEYWORDS), None, [], cfg)
+        return ToolResult(need.value, need.text, is_error=True)
+    found = await anyio.to_thread.run_sync(lambda: _search(app, state, rs, args, assistant))
     state.damage.note_unreadable(found.unreadable)
     state.damage.note_readable([a.id for _, a in found.entries])
     miss_type = None

@@ -3,9 +3,11 @@
 The reference's "独立运行引擎" (`node engine/cli.mjs init|compress|recall|list|report`).
 `recall --keywords/--limit/--offset` is the `memory_recall` tool's search instead of a
 round, and writes nothing (no recall state, no telemetry, no session directory).
-There is no model here, so `compress` writes folders `scored: true` with heuristic
-α and keywords (reference: "引擎/CLI 的启发式归档没有“当前模型”可用"). Do not point
-it at a session a running daemon is serving: one process owns a session directory.
+`backfill-assistant` gives folders archived before the 「你说过」 channel their assistant
+keywords (`--dry-run`: count only). There is no model here, so `compress` writes folders
+`scored: true` with heuristic α and keywords (reference: "引擎/CLI 的启发式归档没有
+“当前模型”可用"). Do not point it at a session a running daemon is serving: one process
+owns a session directory.
 
 Common options: `--memory-root DIR` (default: where the daemon would put it:
 `storage.dir` of the user's config under the state directory, or `ROFMD_MEMORY_ROOT`),
@@ -468,6 +470,65 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- backfill-assistant ---------------------------------------------------------------
+
+
+def cmd_backfill_assistant(args: argparse.Namespace) -> int:
+    """Give old folders their 「你说过」 phrases (`assistantKeywords`), once: folders archived
+    before the channel have none until they are scored again. Atomic batches through the
+    store; `--dry-run` reads the folders on disk and counts, without opening a store (so
+    not even its recovery writes)."""
+    from engine.assistant_keywords import Backfill, backfill_store, count_backfill
+    from engine.store import session_paths
+    from engine.store.layout import session_dir_paths
+
+    where = locate(args)
+    sessions: list[dict[str, Any]] = []
+    for name, dir_name in _selected(args, where):
+        result: Backfill
+        if args.dry_run:
+            paths = (
+                session_dir_paths(where.root, dir_name)
+                if where.per_session
+                else session_paths(where.root, name, per_session=False)
+            )
+            result = count_backfill(paths)
+            folder_dir = paths.dir
+        else:
+            store = where.open_listed(name, dir_name)
+
+            def progress(done: int, total: int, name: str = name) -> None:
+                print(f"{name}: {done}/{total} folders", file=sys.stderr)
+
+            result = backfill_store(store, progress=progress)
+            folder_dir = store.dir
+        sessions.append(
+            {
+                "session": name,
+                "dir": str(folder_dir),
+                "folders": result.folders,
+                "missing": result.missing,
+                "filled": result.filled,
+                "withPhrases": result.with_phrases,
+                "unreadable": result.unreadable,
+            }
+        )
+    out = {"memoryRoot": str(where.root), "dryRun": bool(args.dry_run), "sessions": sessions}
+    if args.json:
+        _print_json(out)
+        return 0
+    verb = "would fill" if args.dry_run else "filled"
+    if not sessions:
+        print(f"no sessions under {where.root}")
+    for s in sessions:
+        print(
+            f"session {s['session']}  {s['folders']} folders, {s['missing']} without assistant"
+            f" keywords: {verb} {s['filled']} ({s['withPhrases']} with phrases)"
+            + (f", {len(s['unreadable'])} unreadable" if s["unreadable"] else "")
+        )
+    return 0
+
+
 # ---- parser ---------------------------------------------------------------------------
 
 
@@ -503,7 +564,8 @@ def _common(p: argparse.ArgumentParser, *, session_help: str) -> None:
 
 
 def add_engine_parser(sub: argparse._SubParsersAction[Any]) -> None:
-    """Add `engine` (with init / compress / recall / list / report) to `sub`."""
+    """Add `engine` (with init / compress / recall / list / report / backfill-assistant) to
+    `sub`."""
     saved = sub._parser_class
     sub._parser_class = _Parser  # `rofmd engine` with a bad or missing command exits 1 too
     try:
@@ -580,3 +642,16 @@ def add_engine_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p = cmds.add_parser("report", help="the recall / archive report from stats.jsonl")
     _common(p, session_help=every)
     p.set_defaults(func=_guard(cmd_report))
+
+    p = cmds.add_parser(
+        "backfill-assistant",
+        help="give old folders their 「你说过」 assistant keywords, once (not while a daemon"
+        " serves the session)",
+    )
+    _common(p, session_help=every)
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="read the folders and count, write nothing (no store is opened)",
+    )
+    p.set_defaults(func=_guard(cmd_backfill_assistant))

@@ -42,6 +42,8 @@ class Folder:
     text: str
     scored: bool
     messages: int
+    keywords: tuple[str, ...] = ()
+    """Its judged keywords (heuristic ones in the eval)."""
 
 
 def _message_text(content: Any) -> str:
@@ -68,8 +70,10 @@ def read_folders(session_dir: Path) -> list[Folder]:
             for m in messages
             if isinstance(m, dict)
         ]
-        scored = bool(orjson.loads(meta.read_bytes()).get("scored"))
-        folders.append(Folder(path.name, "\n".join(lines), scored, len(lines)))
+        doc = orjson.loads(meta.read_bytes())
+        scored = bool(doc.get("scored"))
+        keywords = tuple(str(k) for k in doc.get("keywords") or ())
+        folders.append(Folder(path.name, "\n".join(lines), scored, len(lines), keywords))
     return folders
 
 

@@ -36,9 +36,21 @@ from bench.eval.lexicon import (
 
 Lang = Literal["en", "zh"]
 Role = Literal["user", "assistant"]
-QuestionKind = Literal["single", "paraphrase", "multihop", "temporal"]
+QuestionKind = Literal["single", "paraphrase", "multihop", "temporal", "two", "said"]
 LANGS: tuple[Lang, ...] = ("en", "zh")
-QUESTION_KINDS: tuple[QuestionKind, ...] = ("single", "paraphrase", "multihop", "temporal")
+QUESTION_KINDS: tuple[QuestionKind, ...] = (
+    "single",
+    "paraphrase",
+    "multihop",
+    "temporal",
+    "two",
+    "said",
+)
+"""``two``: two single questions about two facts in one message (each fact's evidence
+counts); ``said``: what the assistant said or promised, in a quote of the assistant
+(你之前说过… / What did you say…), its evidence an assistant turn; asked only when none
+of its words is among the evidence folder's judged keywords (`bench.eval.play`)."""
+_WH = ("What", "Where", "When", "Which", "How", "Who")
 TIMEZONE = "Asia/Shanghai"
 """The packaged `time.timezone`: session dates are the dates the recall block shows."""
 FIRST_DAY = date(2026, 1, 5)
@@ -58,10 +70,13 @@ class Size:
     paraphrase_share: float = 0.5
     max_multihop: int = 6
     max_questions: int = 50
+    max_two: int = 6
 
 
 DEFAULT_SIZE = Size()
-QUICK_SIZE = Size(sessions=(7, 7), turns=(26, 30), persons=3, personal=5, events=2, max_multihop=3)
+QUICK_SIZE = Size(
+    sessions=(7, 7), turns=(26, 30), persons=3, personal=5, events=2, max_multihop=3, max_two=3
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,6 +419,56 @@ def _questions(
     return questions
 
 
+def _join_two(lang: Lang, first: str, second: str) -> str:
+    """Two questions as one message: Chinese back to back (each ends with ？), English
+    with "And" (a question word after it lower-cased)."""
+    if lang == "zh":
+        return first + second
+    word = second.split(" ", 1)[0]
+    return f"{first} And {second[0].lower() + second[1:] if word in _WH else second}"
+
+
+def _more_questions(
+    seed_text: str,
+    lang: Lang,
+    lex: Lexicon,
+    size: Size,
+    conv_id: str,
+    plans: list[_Plan],
+    start: int,
+) -> list[Question]:
+    """The ``two`` and ``said`` questions, from their own random stream (so every other
+    question, and the conversation, is what it was before these kinds existed), asked
+    after all the others."""
+    rng = random.Random(f"{seed_text}:more")
+    singles = [p for p in plans if f"{p.kind}.single" in lex.questions]
+    pairs = [
+        (a, b) for i, a in enumerate(singles) for b in singles[i + 1 :] if a.person != b.person
+    ]
+    rng.shuffle(pairs)
+    out: list[tuple[QuestionKind, str, list[_Plan]]] = []
+    for a, b in pairs[: size.max_two]:
+        first = _fmt(lex.questions[f"{a.kind}.single"], a.fields)
+        second = _fmt(lex.questions[f"{b.kind}.single"], b.fields)
+        out.append(("two", _join_two(lang, first, second), [a, b]))
+    for p in plans:
+        template = lex.questions.get(f"{p.kind}.said")
+        if template is not None and p.speaker == "assistant":
+            out.append(("said", _fmt(template, p.fields), [p]))
+    return [
+        Question(
+            id=f"{conv_id}-q{start + i:02d}",
+            kind=kind,
+            text=text,
+            evidence=tuple(p.message_id for p in evidence),
+            surfaces=tuple(p.surface for p in evidence),
+            facts=tuple(p.key for p in evidence),
+            answer=" / ".join(p.surface for p in evidence),
+        )
+        for i, (kind, text, evidence) in enumerate(out)
+    ]
+
+
 # ---- the conversation ------------------------------------------------------------------
 
 
@@ -419,7 +484,9 @@ def _session_start_ms(day: date, rng: random.Random) -> int:
     return int(local.timestamp()) * 1000
 
 
-def _attempt(rng: random.Random, lang: Lang, index: int, seed: int, size: Size) -> Conversation:
+def _attempt(
+    rng: random.Random, lang: Lang, index: int, seed: int, size: Size, attempt: int = 0
+) -> Conversation:
     lex = LEXICONS[lang]
     conv_id = f"{lang}-{index:02d}"
     user, friend = rng.choice(lex.user_names), rng.choice(lex.friend_names)
@@ -477,8 +544,19 @@ def _attempt(rng: random.Random, lang: Lang, index: int, seed: int, size: Size) 
         Fact(f"{conv_id}-{p.key}", p.kind, p.message_id, p.surface, p.session, p.person)
         for p in plans
     )
-    questions = tuple(_questions(rng, lex, size, conv_id, plans, dates))
-    return Conversation(conv_id, lang, seed, user, friend, tuple(sessions), facts, questions)
+    questions = _questions(rng, lex, size, conv_id, plans, dates)
+    more = _more_questions(
+        f"rofmd-eval:{seed}:{lang}:{index}:{attempt}",
+        lang,
+        lex,
+        size,
+        conv_id,
+        plans,
+        len(questions),
+    )
+    return Conversation(
+        conv_id, lang, seed, user, friend, tuple(sessions), facts, tuple(questions + more)
+    )
 
 
 def validate(conv: Conversation) -> list[str]:
@@ -514,8 +592,8 @@ def generate(seed: int, lang: Lang, index: int = 0, size: Size = DEFAULT_SIZE) -
     give the same conversation."""
     rng = random.Random(f"rofmd-eval:{seed}:{lang}:{index}")
     problems: list[str] = []
-    for _ in range(20):
-        conv = _attempt(rng, lang, index, seed, size)
+    for attempt in range(20):
+        conv = _attempt(rng, lang, index, seed, size, attempt)
         problems = validate(conv)
         if not problems:
             return conv

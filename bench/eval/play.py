@@ -20,7 +20,9 @@ context also holds what the surface does not show: the system prompt and the too
 schemas of an agent host (``host_tokens``, 10 000 by default; the daemon never archives
 them). Without that, a few hundred chat turns fit in 32k tokens and little is archived.
 Questions whose evidence is still in the live context (not in a scored folder) are not
-asked: the model can see it there, recall has nothing to do.
+asked: the model can see it there, recall has nothing to do. Nor is a ``said`` question
+(what the assistant said or promised) one of whose words is a judged keyword of its
+evidence folder: that kind measures what keywords do not carry.
 
 The questions, two regimes:
 
@@ -61,6 +63,7 @@ from bench.eval.generate import Conversation, Question
 from bench.eval.lexicon import LEXICONS
 from engine.archive.tokens import MESSAGE_OVERHEAD, estimate_text_tokens
 from engine.config import deep_merge
+from engine.keywords import extract_keywords, keyword_matches
 from engine.store import safe_session_id
 from rofmd.client import RofmdClient, RpcError
 from rofmd.hostsim import HostSim, Node
@@ -226,6 +229,17 @@ def _answer(
     )
 
 
+def _in_judged_keywords(q: Question, folders: list[Folder]) -> bool:
+    """Whether a word of the question hits a judged keyword of a folder holding its
+    evidence (the ``said`` kind is about what keywords miss)."""
+    words = extract_keywords(q.text)
+    return any(
+        any(evidence_found(f.text, s) for s in q.surfaces)
+        and any(keyword_matches(w, k) for w in words for k in f.keywords)
+        for f in folders
+    )
+
+
 def _user_message(message_id: str, text: str) -> dict[str, Any]:
     return {
         "id": message_id,
@@ -339,10 +353,12 @@ async def play_conversation(
     texts = [f.text for f in scored]
     asked: list[Question] = []
     for q in conv.questions:
-        if all(any(evidence_found(t, s) for t in texts) for s in q.surfaces):
-            asked.append(q)
-        else:
+        if not all(any(evidence_found(t, s) for t in texts) for s in q.surfaces):
             player.run.skipped["evidence in live context"] += 1
+        elif q.kind == "said" and _in_judged_keywords(q, scored):
+            player.run.skipped["said: its words are judged keywords"] += 1
+        else:
+            asked.append(q)
     player.run.asked = len(asked)
     await player.ask(asked, Bm25(scored, conv.lang), conv.last_time_ms() + 3_600_000)
     player.run.seconds = time.monotonic() - started

@@ -83,9 +83,17 @@ def summarise(runs: Sequence[ConversationRun]) -> dict[str, Any]:
             "questions": sum(len(r.conv.questions) for r in lang_runs),
             "asked": sum(r.asked for r in lang_runs),
             "archivesWhileAsking": sum(r.question_archives for r in lang_runs),
+            "skipped": dict(sum((r.skipped for r in lang_runs), Counter())),
         }
         out[lang] = by_regime
     return out
+
+
+def _skipped(skipped: dict[str, int]) -> str:
+    """Why the other questions were not asked."""
+    if not skipped:
+        return "none skipped"
+    return "skipped: " + ", ".join(f"{n} {why}" for why, n in sorted(skipped.items()))
 
 
 def _pct(x: float) -> str:
@@ -189,6 +197,6 @@ def render(summary: dict[str, Any], out: TextIO) -> None:
             f"  {lang}: {r['conversations']} conversations, {r['messages']} messages,"
             f" {r['archives']} archives into {r['folders']} folders ({r['scoredFolders']} scored,"
             f" {_pct(share).strip()} of the messages archived), {r['asked']}/{r['questions']}"
-            f" questions asked (the rest had evidence still in the live context),"
+            f" questions asked ({_skipped(r.get('skipped', {}))}),"
             f" {r['archivesWhileAsking']} archives while asking\n"
         )

@@ -22,6 +22,7 @@ from typing import Any
 
 from engine.archive.plan import PlannedFolder, PreStepPlan
 from engine.archive.telemetry import compress_applied_record
+from engine.assistant_keywords import assistant_keywords
 from engine.config.model import MemoryConfig
 from engine.store import (
     FolderMeta,
@@ -98,6 +99,7 @@ def folder_meta(
         "turn": turn,
         "seqStart": folder.messages[0]["seq"] if folder.messages else None,
         "seqEnd": folder.messages[-1]["seq"] if folder.messages else None,
+        "assistantKeywords": assistant_keywords(folder.messages),
     }
     if score is not None:
         data.update(score)

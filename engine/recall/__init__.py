@@ -1,13 +1,19 @@
-"""Automatic recall (reference §1.3, §1.3.1, §1.4, §1.7, §1.14.1-§1.15, §1.17, §3.1).
+"""Automatic recall (reference §1.3, §1.3.1, §1.4, §1.7, §1.13.3-§1.13.5, §1.14.1-§1.15,
+§1.17, §3.1).
 
 Pure and synchronous; time is passed in. Modules::
 
-    query.py       user message -> keywords (cap 16), match keys, clause count, quota
+    query.py       user message -> keywords (cap 16), match keys, clauses, quota
+    assistant_said.py  「你说过」 quote detection and the channel's query keys (cap 8)
     candidates.py  in-memory index over index.json: postings by match key, bigram
-                   index for "query key inside folder key", category postings
+                   index for "query key inside folder key", category postings, the
+                   「你说过」 channel's text
     ranked.py      relevance-first selection (ranked, the packaged default; beyond the
                    reference) over engine.relevance's BM25F and passage index
     fair.py        FAIR-DRI lanes (fair) and plain DRI (deterministic)
+    select.py      one round's selection: the 「你说过」 reserve, one question or several
+                   (clauses.py: a protected slot each, then turns), the high-relevance
+                   reserve, `recall.hops` descendants (hops.py)
     legacy.py      v1.3.0 probability path (erf generations, seeded PRNG from prng.py)
     block.py       entry / block rendering, image path expansion, tags line
     dates.py       computeDates: weekday, 归档于 X（事件时间 Y）, relative-time notes

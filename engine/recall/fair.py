@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,19 +40,25 @@ from engine.recall.candidates import CandidateIndex, Matches
 from engine.recall.state import Lanes, RecallState
 
 __all__ = [
+    "HIGH_LANES",
     "LANES",
     "Pick",
     "Selection",
+    "apply_high_relevance",
     "copy_lanes",
     "global_low_key",
+    "lane_order",
     "lane_split",
     "rare_scores",
+    "return_picks",
     "rotation_key",
     "select_deterministic",
     "select_fair",
+    "sigma_key",
 ]
 
 LANES = ("rareHigh", "queryBoost", "register", "hi", "lowProbe", "rotation", "recycle")
+HIGH_LANES = ("hi", "register", "rareHigh", "queryBoost")
 _REPLACEABLE = ("recycle", "rotation", "lowProbe", "hi")
 
 
@@ -65,6 +71,8 @@ class Pick:
     lane: str
     generation: int = 1
     high_relevance: bool = False
+    protected: bool = False
+    """A clause's protected slot or a 「你说过」 reserved slot: never replaced (§1.17)."""
 
 
 @dataclass
@@ -140,10 +148,31 @@ def copy_lanes(lanes: Lanes) -> Lanes:
     )
 
 
+def sigma_key(index: CandidateIndex) -> Callable[[int], tuple[float, int, str]]:
+    """σ = (α desc, createdAt asc, id asc) as an ascending key of folder numbers."""
+    folders = index.folders
+
+    def sigma(n: int) -> tuple[float, int, str]:
+        f = folders[n]
+        return (-f.alpha, f.created_at, f.id)
+
+    return sigma
+
+
 def select_fair(
-    index: CandidateIndex, matches: Matches, state: RecallState, cfg: MemoryConfig, k: int
+    index: CandidateIndex,
+    matches: Matches,
+    state: RecallState,
+    cfg: MemoryConfig,
+    k: int,
+    *,
+    used: Iterable[str] = (),
+    high_relevance: bool = True,
 ) -> Selection:
-    """Steps 1-7 for round `state.round + 1`; `state` is not changed."""
+    """Steps 1-7 for round `state.round + 1`; `state` is not changed. `used`: ids taken
+    already this round (the 「你说过」 reserve), which no lane picks again;
+    `high_relevance=False` leaves the v1.5.5 reserve to the caller
+    (:func:`apply_high_relevance`, after the clauses' protected slots)."""
     fair = cfg.recall.fairness
     sel = Selection(lanes=copy_lanes(state.lanes))
     if k <= 0:
@@ -156,17 +185,15 @@ def select_fair(
     cooldown = fair.recycle.cooldown_rounds
     folders = index.folders
     block = set(state.ids())
-    exclude = block | state.ledger.keys()
-    used: set[str] = set()
+    reserved = set(used)
+    exclude = block | state.ledger.keys() | reserved
+    taken: set[str] = set()
     cands = matches.candidates
-
-    def sigma(n: int) -> tuple[float, int, str]:
-        f = folders[n]
-        return (-f.alpha, f.created_at, f.id)
+    sigma = sigma_key(index)
 
     def free(n: int) -> bool:
         fid = folders[n].id
-        return fid not in exclude and fid not in used
+        return fid not in exclude and fid not in taken
 
     def cooled(fid: str) -> bool:
         last = state.last_surfaced(fid)
@@ -174,7 +201,7 @@ def select_fair(
 
     def take(n: int, lane: str) -> None:
         fid = folders[n].id
-        used.add(fid)
+        taken.add(fid)
         if fid in state.ledger:
             sel.re_injections += 1
         sel.picks.append(Pick(n, fid, lane))
@@ -199,7 +226,7 @@ def select_fair(
             if hn is None:
                 continue
             n = hn
-            if n not in cands or fid in block or fid in used:
+            if n not in cands or fid in block or fid in reserved or fid in taken:
                 continue
             if folders[n].alpha < theta or not cooled(fid):
                 continue
@@ -298,7 +325,7 @@ def select_fair(
             if cn is None:
                 continue
             n = cn
-            if fid in block or fid in used or folders[n].alpha < min_alpha:
+            if fid in block or fid in reserved or fid in taken or folders[n].alpha < min_alpha:
                 continue
             if cooled(fid):
                 rec.append((trimmed, fid, n))
@@ -307,12 +334,35 @@ def select_fair(
             lanes.recycle.pop(fid, None)
 
     # v1.5.5 high-relevance reserve (fair only)
-    _high_relevance(index, matches, sel, cfg, k, free, sigma)
+    if high_relevance:
+        _high_relevance(index, matches, sel, cfg, k, free, sigma)
     return sel
 
 
 def _gk(f: Any) -> tuple[float, int, str]:
     return (f.alpha, f.created_at, f.id)
+
+
+def apply_high_relevance(
+    index: CandidateIndex,
+    matches: Matches,
+    sel: Selection,
+    state: RecallState,
+    cfg: MemoryConfig,
+    k: int,
+    *,
+    taken: Iterable[str] = (),
+) -> None:
+    """The v1.5.5 reserve over a finished selection of `k` slots: `sel.picks` and `taken`
+    (ids served otherwise this round) are not picked again, protected picks are never
+    the ones replaced."""
+    folders = index.folders
+    exclude = set(state.ids()) | state.ledger.keys() | set(taken)
+
+    def free(n: int) -> bool:
+        return folders[n].id not in exclude and all(p.n != n for p in sel.picks)
+
+    _high_relevance(index, matches, sel, cfg, k, free, sigma_key(index))
 
 
 def _high_relevance(
@@ -352,7 +402,9 @@ def _high_relevance(
                 (
                     i
                     for i in range(len(sel.picks) - 1, -1, -1)
-                    if sel.picks[i].lane in _REPLACEABLE and not sel.picks[i].high_relevance
+                    if sel.picks[i].lane in _REPLACEABLE
+                    and not sel.picks[i].high_relevance
+                    and not sel.picks[i].protected
                 ),
                 None,
             )
@@ -371,15 +423,75 @@ def _high_relevance(
         have += 1
 
 
+def lane_order(
+    index: CandidateIndex,
+    matches: Matches,
+    state: RecallState,
+    cfg: MemoryConfig,
+    exclude: set[str],
+) -> list[Pick]:
+    """The lanes' order over the candidates of `matches` minus `exclude`, without a
+    quota: rareHigh (rare-seed score), the other high α in σ, lowProbe, then the other
+    low α in the rotation order from the persistent cursor (memory_recall's order, and
+    a clause's own order in `engine.recall.clauses`)."""
+    folders = index.folders
+    theta = cfg.recall.fairness.theta_high
+    rare = rare_scores(index, matches, cfg)
+    pool = [n for n in matches.candidates if folders[n].id not in exclude]
+    high = [n for n in pool if folders[n].alpha >= theta]
+    low = [n for n in pool if folders[n].alpha < theta]
+    sigma = sigma_key(index)
+
+    def low_key(n: int) -> tuple[Any, ...]:
+        f = folders[n]
+        return global_low_key(f.alpha, f.created_at, f.id)
+
+    by_cursor = rotation_key(state.lanes.cursor)
+    parts = (
+        ("rareHigh", sorted((n for n in high if n in rare), key=lambda n: (-rare[n], sigma(n)))),
+        ("hi", sorted((n for n in high if n not in rare), key=sigma)),
+        ("lowProbe", sorted((n for n in low if n in rare), key=lambda n: (-rare[n], low_key(n)))),
+        (
+            "rotation",
+            sorted((n for n in low if n not in rare), key=lambda n: by_cursor(_gk(folders[n]))),
+        ),
+    )
+    return [Pick(n, folders[n].id, lane) for lane, ns in parts for n in ns]
+
+
+def return_picks(
+    sel: Selection, state: RecallState, dropped: Iterable[Pick], cfg: MemoryConfig
+) -> None:
+    """Give picks a selection made but will not commit back to the lanes they came from:
+    a high lane's to the register (front), a queryBoost's and a recycle's to their
+    recycle queue with the round they were trimmed in."""
+    ttl = max(1, cfg.recall.fairness.register_.ttl_rounds)
+    lanes = sel.lanes
+    for p in dropped:
+        if p.lane == "queryBoost" and p.id in state.lanes.high_recycle:
+            lanes.high_recycle[p.id] = state.lanes.high_recycle[p.id]
+        elif p.lane in HIGH_LANES:
+            if all(r["id"] != p.id for r in lanes.register):
+                lanes.register.insert(0, {"id": p.id, "ttl": ttl})
+        elif p.lane == "recycle" and p.id in state.lanes.recycle:
+            lanes.recycle[p.id] = state.lanes.recycle[p.id]
+
+
 def select_deterministic(
-    index: CandidateIndex, matches: Matches, state: RecallState, k: int
+    index: CandidateIndex,
+    matches: Matches,
+    state: RecallState,
+    k: int,
+    *,
+    used: Iterable[str] = (),
 ) -> Selection:
-    """Plain DRI (`recall.mode = deterministic`): C(Q) minus block ∪ ledger, σ order, k."""
+    """Plain DRI (`recall.mode = deterministic`): C(Q) minus block ∪ ledger (and `used`),
+    σ order, k."""
     sel = Selection(lanes=copy_lanes(state.lanes))
     if k <= 0:
         return sel
     folders = index.folders
-    exclude = set(state.ids()) | state.ledger.keys()
+    exclude = set(state.ids()) | state.ledger.keys() | set(used)
     pool = [n for n in matches.candidates if folders[n].id not in exclude]
     best = heapq.nsmallest(
         k, pool, key=lambda n: (-folders[n].alpha, folders[n].created_at, folders[n].id)

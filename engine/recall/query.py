@@ -1,8 +1,19 @@
-"""Query analysis for automatic recall (reference §1.3 step 1, §1.13.3).
+"""Query analysis for automatic recall (reference §1.3 step 1, §1.13.3-§1.13.5).
 
 The user's message becomes at most 16 keywords by the same tokenizer and
 normalisation the store's keywords get (`engine.keywords.extract_keywords`), plus
 their match keys. The clause count and length feed the adaptive quota.
+
+Clauses (§1.13.4): the message is split at 。！？； (their ASCII forms after NFKC) and
+newlines; fragments shorter than `clauseSplit.minClauseChars` are dropped, and past
+`clauseSplit.maxClauses` the rest of the message joins the last clause. With two or
+more clauses every clause is analysed as a query of its own (`Query.parts`), which the
+selection gives one protected slot each (`engine.recall.clauses`). With
+`clauseSplit.enabled: false` (and in `legacy`) the message is one clause: no parts, and
+the quota counts one clause.
+
+The 「你说过」 channel (§1.13.5): when the message quotes the assistant (`engine.recall.
+assistant_said`), `Query.assistant` holds the channel's keys.
 """
 
 from __future__ import annotations
@@ -14,14 +25,31 @@ from engine.config import MemoryConfig
 from engine.keywords import QUERY_KEYWORDS_MAX, extract_keywords, match_key
 from engine.tokenizer import normalize_text
 
-__all__ = ["Query", "analyze_query", "count_clauses", "effective_quota"]
+__all__ = [
+    "AssistantQuery",
+    "Query",
+    "analyze_query",
+    "clause_spans",
+    "count_clauses",
+    "effective_quota",
+    "split_clauses",
+]
 
 _CLAUSE_SPLIT = re.compile(r"[。！？；!?;\n\r]+")
 
 
 @dataclass(frozen=True, slots=True)
+class AssistantQuery:
+    """What a message asks of the 「你说过」 channel: why, and with which keys."""
+
+    source: str  # "auto" (a quote phrase in the message) or "param" (memory_recall)
+    phrase: str  # the quote phrase found ("" for an explicit parameter)
+    keys: tuple[str, ...]  # channel match keys, at most 8
+
+
+@dataclass(frozen=True, slots=True)
 class Query:
-    """One analysed user message."""
+    """One analysed user message (or one of its clauses)."""
 
     text: str
     normalized: str
@@ -29,17 +57,45 @@ class Query:
     keys: tuple[str, ...]
     clauses: int
     chars: int
+    parts: tuple[Query, ...] = ()
+    """Its clauses as queries of their own, when it has two or more (§1.13.4)."""
+    assistant: AssistantQuery | None = None
+    """The 「你说过」 channel's request, when the message makes one (§1.13.5)."""
+
+
+def clause_spans(text: str, max_clauses: int, min_chars: int) -> list[tuple[int, int]]:
+    """(start, end) of each clause of `text` (module docstring): fragments under
+    `min_chars` dropped, the rest of the text from the last kept clause on merged into it
+    when there are more than `max_clauses`."""
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    floor = max(1, min_chars)
+    for m in [*_CLAUSE_SPLIT.finditer(text), None]:
+        end = m.start() if m is not None else len(text)
+        piece = text[pos:end]
+        lead = len(piece) - len(piece.lstrip())
+        stripped = piece.strip()
+        if len(stripped) >= floor:
+            spans.append((pos + lead, pos + lead + len(stripped)))
+        if m is not None:
+            pos = m.end()
+    cap = max(1, max_clauses)
+    if len(spans) > cap:
+        spans[cap - 1 :] = [(spans[cap - 1][0], spans[-1][1])]
+    return spans
+
+
+def split_clauses(text: str, max_clauses: int, min_chars: int) -> list[str]:
+    """The clauses of `text`, in order (module docstring)."""
+    return [text[a:b] for a, b in clause_spans(text, max_clauses, min_chars)]
 
 
 def count_clauses(text: str, max_clauses: int, min_chars: int) -> int:
-    """Clauses split at 。！？； and newlines, short fragments dropped, capped (§1.13.4)."""
-    parts = [p.strip() for p in _CLAUSE_SPLIT.split(text)]
-    n = sum(1 for p in parts if len(p) >= max(1, min_chars))
-    return max(1, min(n, max(1, max_clauses))) if n else 0
+    """How many clauses `text` has (0 when every fragment is too short)."""
+    return len(clause_spans(text, max_clauses, min_chars))
 
 
-def analyze_query(text: str, cfg: MemoryConfig) -> Query:
-    """Keywords (cap 16), match keys, clause count and length of a user message."""
+def _keywords(text: str, cfg: MemoryConfig) -> tuple[tuple[str, ...], tuple[str, ...]]:
     keywords = tuple(
         extract_keywords(
             text,
@@ -53,23 +109,60 @@ def analyze_query(text: str, cfg: MemoryConfig) -> Query:
         k = match_key(kw, expand_latin_case=fold)
         if k and k not in keys:
             keys.append(k)
-    normalized = normalize_text(text)
-    split = cfg.recall.clause_split
-    clauses = count_clauses(normalized, split.max_clauses, split.min_clause_chars)
+    return keywords, tuple(keys)
+
+
+def _single(text: str, cfg: MemoryConfig, clauses: int) -> Query:
+    keywords, keys = _keywords(text, cfg)
     return Query(
         text=text,
-        normalized=match_key(normalized, expand_latin_case=fold),
+        normalized=match_key(normalize_text(text), expand_latin_case=cfg.match.expand_latin_case),
         keywords=keywords,
-        keys=tuple(keys),
+        keys=keys,
         clauses=clauses,
         chars=len(text.strip()),
+    )
+
+
+def splits_clauses(cfg: MemoryConfig) -> bool:
+    """Whether messages are split into clauses: `clauseSplit.enabled`, not in legacy."""
+    return cfg.recall.clause_split.enabled and cfg.recall.mode != "legacy"
+
+
+def analyze_query(text: str, cfg: MemoryConfig, *, assistant: bool | None = None) -> Query:
+    """Keywords (cap 16), match keys, clauses and length of a user message, and its
+    request to the 「你说过」 channel (`assistant`: None detects a quote phrase, False
+    asks nothing of the channel, True asks it whatever the message says)."""
+    from engine.recall.assistant_said import assistant_query
+
+    query = _single(text, cfg, 1)
+    parts: tuple[Query, ...] = ()
+    clauses = 1
+    if splits_clauses(cfg):
+        split = cfg.recall.clause_split
+        pieces = split_clauses(normalize_text(text), split.max_clauses, split.min_clause_chars)
+        clauses = len(pieces)
+        if clauses >= 2:
+            parts = tuple(_single(p, cfg, 1) for p in pieces)
+    asked = assistant_query(text, cfg, explicit=assistant)
+    return Query(
+        text=query.text,
+        normalized=query.normalized,
+        keywords=query.keywords,
+        keys=query.keys,
+        clauses=clauses,
+        chars=query.chars,
+        parts=parts,
+        assistant=asked,
     )
 
 
 def effective_quota(query: Query, cfg: MemoryConfig) -> int:
     """k for this round: `firstGenMax`, raised to `complexQuota` for complex messages.
 
-    `firstGenMax = 0` disables recall in every mode; legacy keeps v1.3.0's quota.
+    `firstGenMax = 0` disables recall in every mode; legacy keeps v1.3.0's quota. The
+    clause count only counts while clauses are split (`clauseSplit.enabled: false`
+    makes the whole message one clause, so it cannot raise the quota by itself).
     """
     base = cfg.recall.first_gen_max
     if base <= 0:
@@ -77,8 +170,9 @@ def effective_quota(query: Query, cfg: MemoryConfig) -> int:
     aq = cfg.recall.adaptive_quota
     if cfg.recall.mode == "legacy" or not aq.enabled:
         return base
+    clauses = query.clauses if splits_clauses(cfg) else 1
     complex_ = (
-        query.clauses >= aq.complex_min_clauses
+        clauses >= aq.complex_min_clauses
         or query.chars >= aq.complex_min_chars
         or len(query.keywords) >= aq.complex_min_keywords
     )

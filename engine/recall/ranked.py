@@ -35,6 +35,7 @@ least relevant to the current message.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from engine.config import MemoryConfig
@@ -44,7 +45,14 @@ from engine.recall.query import Query
 from engine.recall.state import RecallState
 from engine.relevance.index import RelevanceIndex
 
-__all__ = ["RANKED_LANE", "RankedSelection", "select_ranked"]
+__all__ = [
+    "FALLBACK_LANE",
+    "RANKED_LANE",
+    "RankedSelection",
+    "Relevant",
+    "relevant",
+    "select_ranked",
+]
 
 RANKED_LANE = "ranked"
 FALLBACK_LANE = "keyword"
@@ -59,6 +67,53 @@ class RankedSelection:
     terms: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class Relevant:
+    """The folders relevant to one query, best first, and the lane that found them:
+    `ranked` (BM25F scores) or `keyword` (the fallback: keyword and category candidates
+    in σ order, score 0)."""
+
+    ids: tuple[str, ...]
+    scores: tuple[float, ...]
+    lane: str
+    terms: int
+
+
+def relevant(
+    relevance: RelevanceIndex,
+    index: CandidateIndex,
+    matches: Matches,
+    query: Query,
+    cfg: MemoryConfig,
+    limit: int,
+) -> Relevant:
+    """Steps 1 and 3: the best `limit` folders for `query` by relevance, or, when nothing
+    scores, every keyword / category candidate in σ order."""
+    rc = cfg.recall
+    terms = relevance.query_terms(query.text)
+    ranked = relevance.rank(
+        terms,
+        limit=limit,
+        alpha_prior=rc.ranked.alpha_prior,
+        min_alpha=rc.min_alpha,
+        min_relative=rc.ranked.min_relative_score,
+        passage_weight=rc.ranked.passage_weight,
+    )
+    if ranked.ids:
+        by_id = index.by_id
+        kept = [(f, s) for f, s in zip(ranked.ids, ranked.scores, strict=True) if f in by_id]
+        return Relevant(
+            tuple(f for f, _ in kept), tuple(s for _, s in kept), RANKED_LANE, len(terms)
+        )
+    folders = index.folders
+    pool = sorted(
+        matches.candidates,
+        key=lambda n: (-folders[n].alpha, folders[n].created_at, folders[n].id),
+    )
+    ids = tuple(folders[n].id for n in pool)
+    return Relevant(ids, (0.0,) * len(ids), FALLBACK_LANE, len(terms))
+
+
 def select_ranked(
     relevance: RelevanceIndex,
     index: CandidateIndex,
@@ -67,46 +122,34 @@ def select_ranked(
     state: RecallState,
     cfg: MemoryConfig,
     k: int,
+    *,
+    skip: Iterable[str] = (),
 ) -> RankedSelection:
-    """Steps 1-3 for round `state.round + 1`; `state` is not changed."""
-    rc = cfg.recall
+    """Steps 1-3 for round `state.round + 1`; `state` is not changed. `skip`: ids served
+    otherwise this round (the 「你说过」 reserve), neither picked nor counted again."""
     sel = Selection(lanes=copy_lanes(state.lanes))
     out = RankedSelection(sel)
     if k <= 0:
         return out
-    terms = relevance.query_terms(query.text)
-    out.terms = len(terms)
+    skipped = set(skip)
     in_block = set(state.ids())
-    ranked = relevance.rank(
-        terms,
-        limit=k + len(in_block),
-        alpha_prior=rc.ranked.alpha_prior,
-        min_alpha=rc.min_alpha,
-        min_relative=rc.ranked.min_relative_score,
-        passage_weight=rc.ranked.passage_weight,
-    )
+    found = relevant(relevance, index, matches, query, cfg, k + len(in_block) + len(skipped))
+    out.terms = found.terms
     by_id = index.by_id
-    served = 0
-    if ranked.ids:
-        out.needed = dict(zip(ranked.ids, ranked.scores, strict=True))
-        for fid in ranked.ids:
+    if found.lane == RANKED_LANE:
+        out.needed = dict(zip(found.ids, found.scores, strict=True))
+        served = 0
+        for fid in found.ids:
             if served >= k:
                 break
-            n = by_id.get(fid)
-            if n is None:
+            if fid in skipped:
                 continue
             served += 1
             if fid not in in_block:
-                sel.picks.append(Pick(n, fid, RANKED_LANE))
-        sel.pops = len(sel.picks)
-        return out
-    folders = index.folders
-    pool = sorted(
-        (n for n in matches.candidates if folders[n].id not in in_block),
-        key=lambda n: (-folders[n].alpha, folders[n].created_at, folders[n].id),
-    )
-    for n in pool[:k]:
-        sel.picks.append(Pick(n, folders[n].id, FALLBACK_LANE))
-    out.needed = {folders[n].id: 0.0 for n in matches.candidates}
+                sel.picks.append(Pick(by_id[fid], fid, RANKED_LANE))
+    else:
+        pool = [f for f in found.ids if f not in in_block and f not in skipped]
+        sel.picks = [Pick(by_id[f], f, FALLBACK_LANE) for f in pool[:k]]
+        out.needed = dict.fromkeys(found.ids, 0.0)
     sel.pops = len(sel.picks)
     return out

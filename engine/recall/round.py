@@ -1,5 +1,9 @@
 """One automatic recall round: select, read what is injected, commit, trim, render.
 
+Selection is `engine.recall.select.select_round` (the 「你说过」 reserve, one question or
+several, the high-relevance reserve, hops) in every mode but `legacy`, which keeps
+v1.3.0's walk (`engine.recall.legacy`).
+
 `run_round` is synchronous and reads the disk only for the picked folders (G6:
 reads = injections). Time comes in as `now_ms`; nothing here reads a clock.
 
@@ -38,13 +42,16 @@ from typing import Any
 from engine.archive.tokens import estimate_text_tokens
 from engine.config import MemoryConfig, fingerprint
 from engine.config.fingerprint import canonical_json
+from engine.recall.assistant_said import current_request
 from engine.recall.block import heading_date, message_text, render_body
 from engine.recall.candidates import CandidateIndex, Matches, index_params
 from engine.recall.dates import resolve_timezone
-from engine.recall.fair import LANES, Pick, Selection, select_deterministic, select_fair
+from engine.recall.fair import HIGH_LANES, LANES, Pick, Selection
+from engine.recall.hops import HOP_LANE
 from engine.recall.legacy import select_legacy
 from engine.recall.query import Query, effective_quota
-from engine.recall.ranked import FALLBACK_LANE, RANKED_LANE, select_ranked
+from engine.recall.ranked import FALLBACK_LANE, RANKED_LANE
+from engine.recall.select import ASSISTANT_LANE, RoundSelection, select_round
 from engine.recall.state import Addition, Lanes, RecallState
 from engine.relevance.index import RelevanceIndex
 from engine.store import CorruptFolder, CorruptFolderError, FolderNotFoundError, SessionStore
@@ -54,6 +61,9 @@ from engine.texts import (
     RECALL_WARN_REGISTER_DROPS,
     RECALL_WARN_ROUND_BUDGET,
 )
+
+_EXTRA_LANES = (ASSISTANT_LANE, HOP_LANE)
+"""Lanes beyond the reference's seven, counted in `lanesPicked` only when they pick."""
 
 __all__ = [
     "Prepared",
@@ -368,18 +378,12 @@ def run_round(
     matches: Matches = index.match(query, min_alpha=rc.min_alpha)
     ranked = rc.mode == "ranked"
     needed: dict[str, float] = {}
-    if ranked:
-        if relevance is None:
-            raise ValueError("recall.mode ranked needs the session's relevance index")
-        rsel = select_ranked(relevance, index, matches, query, state, cfg, k)
-        sel: Selection = rsel.selection
-        needed = rsel.needed
-    elif rc.mode == "fair":
-        sel = select_fair(index, matches, state, cfg, k)
-    elif rc.mode == "deterministic":
-        sel = select_deterministic(index, matches, state, k)
+    question: RoundSelection | None = None
+    if rc.mode == "legacy":
+        sel: Selection = select_legacy(index, matches, state, cfg, k, session_key, query)
     else:
-        sel = select_legacy(index, matches, state, cfg, k, session_key, query)
+        question = select_round(index, matches, query, state, cfg, k, relevance=relevance)
+        sel, needed = question.selection, question.needed
     warnings: list[str] = []
 
     # read what is injected (and nothing else)
@@ -413,7 +417,7 @@ def run_round(
             p, a = loaded.pop()
             chars -= a.chars
             dropped += 1
-            if p.lane in ("hi", "register", "rareHigh", "queryBoost"):
+            if p.lane in HIGH_LANES:
                 sel.lanes.register.append(
                     {"id": p.id, "ttl": max(1, rc.fairness.register_.ttl_rounds)}
                 )
@@ -476,17 +480,28 @@ def run_round(
     state.full_quota = (
         (k, dropped + len(evicted)) if len(sel.picks) >= k and state.additions else None
     )
-    state.render()
+    clauses = question.clauses if question is not None else []
+    state.query_info = {
+        "clauses": max(1, len(clauses)),
+        "quota": k,
+        "assistantSaid": current_request(query.assistant if rc.mode != "legacy" else None),
+    }
     in_block = set(state.ids())
+    for clause in clauses:
+        clause.found = len(clause.relevant & in_block)
+    state.clause_status = [(cl.text, cl.found) for cl in clauses] or None
+    state.render()
     kept = [(p, a) for p, a in loaded if a.id in in_block]
     recalled = [a.id for _, a in kept]
 
     if ranked:
         lanes_picked = {RANKED_LANE: 0, FALLBACK_LANE: 0}
-        for p in sel.picks:
-            lanes_picked[p.lane] += 1
     else:
         lanes_picked = sel.lanes_picked() if rc.mode != "legacy" else {}
+    if rc.mode != "legacy":  # the fair lanes counted themselves; the rest here
+        for p in sel.picks:
+            if (ranked and p.lane in lanes_picked) or p.lane in _EXTRA_LANES:
+                lanes_picked[p.lane] = lanes_picked.get(p.lane, 0) + 1
     hr = sel.high_relevance or {
         "enabled": False,
         "minMatches": rc.high_relevance.min_matches,
@@ -533,6 +548,11 @@ def run_round(
         "addedTokens": sum(estimate_text_tokens(a.text) for _, a in kept),
         "contextWindow": context_window or None,
         **hr_fields,
+        "clauses": max(1, len(clauses)),
+        "clauseInfo": [cl.info() for cl in clauses],
+        "assistantSaid": query.assistant is not None and rc.mode != "legacy",
+        "assistantInfo": question.assistant if question is not None else None,
+        "hops": rc.hops if rc.mode != "legacy" else 0,
     }
     block_record: dict[str, Any] = {
         "type": "recall-block",
@@ -546,7 +566,7 @@ def run_round(
         "blockChars": len(state.block),
         **hr_fields,
     }
-    assert set(lanes_picked) <= {*LANES, RANKED_LANE, FALLBACK_LANE}
+    assert set(lanes_picked) <= {*LANES, *_EXTRA_LANES, RANKED_LANE, FALLBACK_LANE}
     return RoundOutcome(
         ran=True,
         recalled=recalled,

@@ -30,6 +30,11 @@ Two kinds of call (G4):
   the same state and keywords give the same pages, disjoint and complete, with an exact
   `hasMore` / `nextOffset`.
 
+The 「你说过」 channel (§1.13.5): when the call asks it (`assistantSaid`, or the current
+user message's quote phrase), up to `assistantSaid.reserveSlots` of the channel's hits
+come first (`engine.recall.select.assistant_reserve`), the order above after them; in
+`fair` / `deterministic` its other hits join the candidates.
+
 `recall.enabled = false` or `recall.firstGenMax = 0` turns recall off: an empty page,
 `hasMore` false, no state consumed.
 """
@@ -43,18 +48,12 @@ from typing import Any
 from engine.config import MemoryConfig
 from engine.keywords import match_key
 from engine.recall.candidates import CandidateIndex, Matches
-from engine.recall.fair import (
-    Pick,
-    Selection,
-    global_low_key,
-    rare_scores,
-    rotation_key,
-    select_fair,
-)
+from engine.recall.fair import Pick, Selection, lane_order, select_fair
 from engine.recall.legacy import select_legacy
-from engine.recall.query import Query
+from engine.recall.query import AssistantQuery, Query
 from engine.recall.ranked import FALLBACK_LANE, RANKED_LANE
 from engine.recall.round import load_addition
+from engine.recall.select import assistant_reserve, with_candidates
 from engine.recall.state import Addition, RecallState
 from engine.relevance.index import RelevanceIndex
 from engine.store import CorruptFolder, SessionStore
@@ -100,6 +99,8 @@ class SearchPage:
     """Candidates left out for being in the block, and (unpaginated) in the ledger."""
     selection: Selection | None = None
     warnings: list[str] = field(default_factory=list)
+    assistant: dict[str, Any] = field(default_factory=dict)
+    """`assistantInfo`: the 「你说过」 channel's request and what it found."""
 
     def lanes_picked(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -108,9 +109,12 @@ class SearchPage:
         return counts
 
 
-def keyword_query(keywords: Iterable[str], cfg: MemoryConfig) -> Query:
+def keyword_query(
+    keywords: Iterable[str], cfg: MemoryConfig, *, assistant: AssistantQuery | None = None
+) -> Query:
     """The keywords as a query: each is one match key (no tokenising: the model gave the
-    terms), their text joined for relevance and category classes."""
+    terms), their text joined for relevance and category classes; `assistant`: its
+    「你说过」 channel request."""
     words = tuple(keywords)
     fold = cfg.match.expand_latin_case
     keys: list[str] = []
@@ -126,50 +130,13 @@ def keyword_query(keywords: Iterable[str], cfg: MemoryConfig) -> Query:
         keys=tuple(keys),
         clauses=1,
         chars=len(text),
+        assistant=assistant,
     )
 
 
 def _sigma_order(index: CandidateIndex, ns: Iterable[int]) -> list[int]:
     folders = index.folders
     return sorted(ns, key=lambda n: (-folders[n].alpha, folders[n].created_at, folders[n].id))
-
-
-def _fair_order(
-    index: CandidateIndex,
-    matches: Matches,
-    state: RecallState,
-    cfg: MemoryConfig,
-    exclude: set[str],
-) -> list[Pick]:
-    folders = index.folders
-    theta = cfg.recall.fairness.theta_high
-    rare = rare_scores(index, matches, cfg)
-    pool = [n for n in matches.candidates if folders[n].id not in exclude]
-    high = [n for n in pool if folders[n].alpha >= theta]
-    low = [n for n in pool if folders[n].alpha < theta]
-
-    def sigma(n: int) -> tuple[float, int, str]:
-        f = folders[n]
-        return (-f.alpha, f.created_at, f.id)
-
-    def low_key(n: int) -> tuple[Any, ...]:
-        f = folders[n]
-        return global_low_key(f.alpha, f.created_at, f.id)
-
-    by_cursor = rotation_key(state.lanes.cursor)
-    parts = (
-        ("rareHigh", sorted((n for n in high if n in rare), key=lambda n: (-rare[n], sigma(n)))),
-        ("hi", sorted((n for n in high if n not in rare), key=sigma)),
-        ("lowProbe", sorted((n for n in low if n in rare), key=lambda n: (-rare[n], low_key(n)))),
-        (
-            "rotation",
-            sorted(
-                (n for n in low if n not in rare),
-                key=lambda n: by_cursor((folders[n].alpha, folders[n].created_at, folders[n].id)),
-            ),
-        ),
-    )
-    return [Pick(n, folders[n].id, lane) for lane, ns in parts for n in ns]
 
 
 def _ranked_order(
@@ -215,7 +182,7 @@ def _order(
     if mode == "ranked":
         return _ranked_order(relevance, index, matches, query, cfg, exclude)
     if mode == "fair":
-        return _fair_order(index, matches, state, cfg, exclude), len(matches.candidates)
+        return lane_order(index, matches, state, cfg, exclude), len(matches.candidates)
     folders = index.folders
     pool = (n for n in matches.candidates if folders[n].id not in exclude)
     return [Pick(n, folders[n].id, "hi") for n in _sigma_order(index, pool)], len(
@@ -260,20 +227,32 @@ def search(
         return _legacy(page, index, matches, state, cfg, query, session_key, block)
     if page.paginated:
         exclude = block
-        order, page.candidates = _order(relevance, index, matches, query, state, cfg, exclude)
-        order = order[:PAGE_WINDOW]
+    else:
+        exclude = block if mode == "ranked" else block | state.ledger.keys()
+    # the 「你说过」 reserve first (§1.13.5); a page of a paginated call is cut from the same
+    # order every time: the reserve, then the rest
+    slots = cfg.recall.assistant_said.reserve_slots if page.paginated else limit
+    reserved, _, hits, page.assistant = assistant_reserve(
+        index, query, state, cfg, slots, exclude, serve_from_block=False
+    )
+    reserved_ids = {p.id for p in reserved}
+    if mode != "ranked":
+        matches = with_candidates(matches, hits)
+    order, page.candidates = _order(relevance, index, matches, query, state, cfg, exclude)
+    if mode == "ranked" and hits:
+        folders = index.folders
+        page.candidates += len({folders[n].id for n in hits} - {p.id for p in order})
+    if not page.paginated and mode == "fair":
+        # k >= 2: at k = 1 the lane split leaves the high lanes no slot (k_H = 0)
+        page.selection = select_fair(index, matches, state, cfg, max(2, limit), used=reserved_ids)
+        own = [p for p in page.selection.picks if p.n in matches.candidates][:limit]
+        taken = {p.id for p in own}
+        order = own + [p for p in order if p.id not in taken]
+    order = (reserved + [p for p in order if p.id not in reserved_ids])[:PAGE_WINDOW]
+    if page.paginated:
         page.picks = order[page.offset : page.offset + limit]
         rest = len(order) - page.offset - len(page.picks)
     else:
-        exclude = block if mode == "ranked" else block | state.ledger.keys()
-        order, page.candidates = _order(relevance, index, matches, query, state, cfg, exclude)
-        if mode == "fair":
-            # k >= 2: at k = 1 the lane split leaves the high lanes no slot (k_H = 0)
-            page.selection = select_fair(index, matches, state, cfg, max(2, limit))
-            own = [p for p in page.selection.picks if p.n in matches.candidates][:limit]
-            taken = {p.id for p in own}
-            order = own + [p for p in order if p.id not in taken]
-        order = order[:PAGE_WINDOW]
         page.picks = order[:limit]
         rest = len(order) - len(page.picks)
     page.window = len(order)

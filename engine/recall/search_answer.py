@@ -4,6 +4,7 @@ The text (reference §1.3 "返回", §1.14.3, §1.16)::
 
     ## 主动回忆（memory_recall）
     关键词：… · 返回 N 条（offset=…，limit=…）
+    [本轮用户在问助手说过的话…]                   (the 「你说过」 channel was asked)
     【本页已满：limit=N，已返回 N 条】…          (a full page, before the first entry)
     <blank>
     ### 回忆 1 · 归档于 …（事件时间 …） · α=… · β=… · 第1代 · 关键词：…
@@ -40,7 +41,7 @@ from engine.recall.search_args import LIMIT_MAX, SearchArgs
 from engine.recall.state import Addition
 from engine.recall.strikes import RecallStrikes
 
-__all__ = ["SearchAnswer", "refused_answer", "render_answer", "search_record"]
+__all__ = ["SearchAnswer", "assistant_hint", "refused_answer", "render_answer", "search_record"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +127,20 @@ def _value(
         "disabled": strikes.disabled if strikes is not None else False,
         "ignored": list(args.unsupported),
         "warnings": list(warnings),
+        "assistantSaid": bool(page.assistant.get("requested")),
+        "assistantInfo": page.assistant or None,
     }
+
+
+def assistant_hint(page: SearchPage) -> str:
+    """The assistantSaid line (§1.3 "返回"): '' when the channel was not asked."""
+    info = page.assistant
+    if not info.get("requested"):
+        return ""
+    n = len(info.get("picks") or [])
+    if info.get("source") == "auto" and info.get("phrase"):
+        return texts.RECALL_TOOL_ASSISTANT_AUTO.format(phrase=info["phrase"], n=n)
+    return texts.RECALL_TOOL_ASSISTANT_PARAM.format(n=n)
 
 
 def answer_miss_type(page: SearchPage, found: int, unreadable: int) -> str | None:
@@ -165,6 +179,9 @@ def render_answer(
             limit=page.limit,
         ),
     ]
+    hint = assistant_hint(page)
+    if hint:
+        lines.append(hint)
     if not entries:
         miss = _miss_text(args, page, unreadable)
         lines += [miss] if miss else []
@@ -235,6 +252,8 @@ def search_record(
         "missType": miss_type,
         "strikes": strikes,
         "ignored": list(args.unsupported),
+        "assistantSaid": bool(page.assistant.get("requested")) if page is not None else False,
+        "assistantInfo": (page.assistant or None) if page is not None else None,
         "added": [added_record(p, a) for p, a in entries],
         "addedChars": sum(a.chars for _, a in entries),
         "addedTokens": sum(estimate_text_tokens(a.text) for _, a in entries),

@@ -7,9 +7,13 @@
 * `limit`: 1..20, default 3; `offset`: 0..10000. A value out of range is clamped, a
   value that is not an integer becomes the default; both with a warning, neither
   refuses the call. A given `offset` (any value) makes the call *paginated*.
-* The parameters of later features (time, events, tags, the assistant channel) are
-  accepted and answered with a warning; a call with only those and no keywords finds
-  nothing (it never turns into a browse of the whole store).
+* `assistantSaid` (§1.13.5): true searches the 「你说过」 channel too, false does not,
+  omitted lets the current user message decide (its quote phrase); another value is
+  taken as omitted, with a warning. With true, keywords may be left out: the current
+  message's channel keys are searched.
+* The parameters of later features (time, events, tags) are accepted and answered with
+  a warning; a call with only those and no keywords finds nothing (it never turns into
+  a browse of the whole store).
 
 Only a `keywords` value of the wrong type, or no keywords and no filter at all, refuses
 the call (`SearchArgs.error`).
@@ -53,7 +57,6 @@ UNSUPPORTED_FILTERS = (
     "locations",
     "persons",
     "timeText",
-    "assistantSaid",
 )
 """Parameters the tool lists and accepts whose features belong to later work."""
 
@@ -75,6 +78,8 @@ class SearchArgs:
     warnings: tuple[str, ...] = ()
     error: str | None = None
     """A refusal text: the call is answered with isError and runs nothing."""
+    assistant_said: bool | None = None
+    """The 「你说过」 channel: True / False as given, None when omitted (auto)."""
 
     @property
     def paginated(self) -> bool:
@@ -192,13 +197,21 @@ def parse_search_args(arguments: Mapping[str, Any], cfg: MemoryConfig) -> Search
     offset: int | None = None
     if arguments.get("offset") is not None:
         offset = _bounded("offset", arguments["offset"], 0, 0, OFFSET_MAX, warnings)
+    said = arguments.get("assistantSaid")
+    assistant_said: bool | None = said if isinstance(said, bool) else None
+    if said is not None and not isinstance(said, bool):
+        warnings.append(texts.RECALL_TOOL_WARN_NOT_BOOLEAN.format(given=_shown(said)))
     unsupported = tuple(n for n in UNSUPPORTED_FILTERS if _given(n, arguments.get(n)))
     if unsupported:
         names = texts.RECALL_TOOL_PARAM_SEPARATOR.join(unsupported)
         template = (
-            texts.RECALL_TOOL_WARN_UNSUPPORTED if keywords else texts.RECALL_TOOL_WARN_FILTERS_ONLY
+            texts.RECALL_TOOL_WARN_UNSUPPORTED
+            if keywords or assistant_said
+            else texts.RECALL_TOOL_WARN_FILTERS_ONLY
         )
         warnings.append(template.format(params=names))
-    elif not keywords:
+    elif not keywords and assistant_said is not True:
         return SearchArgs((), limit, offset, error=texts.RECALL_TOOL_NEED_KEYWORDS)
-    return SearchArgs(tuple(keywords), limit, offset, unsupported, tuple(warnings))
+    return SearchArgs(
+        tuple(keywords), limit, offset, unsupported, tuple(warnings), None, assistant_said
+    )

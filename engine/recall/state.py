@@ -10,7 +10,9 @@ v3 (written)::
      "lanes": {"cursor": [α, createdAt, id] | null, "register": [{"id", "ttl"}],
                "highRecycle": {id: round}, "recycle": {id: round}, "lowWatermark": ms},
      "ledger": {id: [lastSurfacedRound, α]}, "counters": {...}, "degraded": false,
-     "currentIds": [...], "messageIds": [...], "render": {...}}
+     "currentIds": [...], "messageIds": [...],
+     "queryInfo": {"clauses", "quota", "assistantSaid": {"phrase", "keys"} | null} | null,
+     "render": {"sort", "computeDates", "emptyHint", "fullQuota", "clauses": [[text, hits]]}}
 
 `block` is exactly the section text the model saw; it is restored verbatim, so a
 restart shows the same block even when folders were deleted. A file whose content
@@ -37,7 +39,18 @@ from typing import Any
 from engine import jsonio
 from engine.jsonio import CorruptJSONError, read_json, write_json_atomic
 from engine.recall.block import block_header, entry_heading, render_entries
-from engine.texts import RECALL_EMPTY_HINT, RECALL_FULL_QUOTA_HINT, RECALL_FULL_QUOTA_TRIMMED
+from engine.texts import (
+    RECALL_CLAUSE_ELLIPSIS,
+    RECALL_CLAUSE_FOUND,
+    RECALL_CLAUSE_ITEM,
+    RECALL_CLAUSE_MAX_CHARS,
+    RECALL_CLAUSE_NONE,
+    RECALL_CLAUSE_SEPARATOR,
+    RECALL_CLAUSE_STATUS,
+    RECALL_EMPTY_HINT,
+    RECALL_FULL_QUOTA_HINT,
+    RECALL_FULL_QUOTA_TRIMMED,
+)
 
 __all__ = [
     "MESSAGE_IDS_KEPT",
@@ -45,6 +58,7 @@ __all__ = [
     "DiscardedState",
     "Lanes",
     "RecallState",
+    "clause_status_line",
     "load_state_file",
     "peek_state_file",
     "read_state_file",
@@ -52,6 +66,18 @@ __all__ = [
 
 MESSAGE_IDS_KEPT = 64
 """How many handled user-message ids are remembered for dedup."""
+
+
+def clause_status_line(clauses: Sequence[tuple[str, int]]) -> str:
+    """本轮子问题召回情况 (§1.13.4): each clause and how many memories of the block it hit."""
+    items = []
+    for n, (text, found) in enumerate(clauses, start=1):
+        shown = " ".join(text.split())
+        if len(shown) > RECALL_CLAUSE_MAX_CHARS:
+            shown = shown[: RECALL_CLAUSE_MAX_CHARS - 1] + RECALL_CLAUSE_ELLIPSIS
+        status = RECALL_CLAUSE_FOUND.format(count=found) if found else RECALL_CLAUSE_NONE
+        items.append(RECALL_CLAUSE_ITEM.format(n=n, clause=shown, status=status))
+    return RECALL_CLAUSE_STATUS.format(items=RECALL_CLAUSE_SEPARATOR.join(items))
 
 
 def _num(value: Any, default: float = 0.0) -> float:
@@ -224,6 +250,13 @@ class RecallState:
     compute_dates: bool = True
     empty_hint: bool = False
     full_quota: tuple[int, int] | None = None
+    query_info: dict[str, Any] | None = None
+    """The current user message as the last round analysed it (`queryInfo`: its clauses,
+    quota, and its 「你说过」 request), for memory_recall's automatic `assistantSaid`."""
+    clause_status: list[tuple[str, int]] | None = None
+    """The last round's clauses and their hits (a message of several clauses), rendered
+    as the 本轮子问题召回情况 line at the end of a block with entries (an empty block has
+    no line: the empty hint, when on, says it all)."""
     loaded_version: int = 0
     pending_v1_ids: list[str] = field(default_factory=list)
 
@@ -245,6 +278,8 @@ class RecallState:
                     else RECALL_FULL_QUOTA_HINT.format(n=n)
                 )
                 parts.append(line)
+            if self.clause_status:  # §1.13.4: annotated in the injected block
+                parts.append(clause_status_line(self.clause_status))
         elif self.empty_hint:
             parts.append(RECALL_EMPTY_HINT)
         self.block = "\n\n".join(parts)
@@ -271,6 +306,7 @@ class RecallState:
                 self.lanes.high_recycle[fid] = self.round
         self.additions = [a for a in self.additions if a.id not in gone]
         self.full_quota = None
+        self.clause_status = None
         self.render()
         self.save()
 
@@ -338,11 +374,13 @@ class RecallState:
             "degraded": self.degraded,
             "currentIds": [a.id for a in self.additions if a.current_query],
             "messageIds": list(self.message_ids),
+            "queryInfo": self.query_info,
             "render": {
                 "sort": self.sort,
                 "computeDates": self.compute_dates,
                 "emptyHint": self.empty_hint,
                 "fullQuota": list(self.full_quota) if self.full_quota else None,
+                "clauses": [list(c) for c in self.clause_status] if self.clause_status else None,
             },
         }
 
@@ -390,6 +428,8 @@ class RecallState:
         mids = d.get("messageIds")
         if isinstance(mids, list):
             state.message_ids = [m for m in mids if isinstance(m, str)][-MESSAGE_IDS_KEPT:]
+        qi = d.get("queryInfo")
+        state.query_info = qi if isinstance(qi, dict) else None
         render = d.get("render")
         if isinstance(render, dict):
             state.sort = str(render.get("sort") or "createdAt")
@@ -398,6 +438,14 @@ class RecallState:
             fq = render.get("fullQuota")
             if isinstance(fq, list) and len(fq) == 2:
                 state.full_quota = (_int(fq[0]), _int(fq[1]))
+            cl = render.get("clauses")
+            if isinstance(cl, list):
+                status = [
+                    (c[0], _int(c[1]))
+                    for c in cl
+                    if isinstance(c, list) and len(c) == 2 and isinstance(c[0], str)
+                ]
+                state.clause_status = status or None
         return state
 
     def save(self) -> None:

@@ -95,6 +95,10 @@ class IndexEntry(BaseModel):
     timeTags: list[dict[str, Any]] | None = None
     timeTagSource: str | None = None
     idempotencyKey: str | None = None
+    assistantKeywords: list[str] | None = None
+    """What the assistant said, as 「你说过」 channel phrases (`engine.assistant_keywords`);
+    None: not extracted yet (a folder archived before the channel, until re-scored or
+    back-filled)."""
 
 
 class FolderMeta(IndexEntry):

@@ -34,6 +34,7 @@ from bench.eval.generate import (
 )
 from bench.eval.play import Answer, user_config
 from bench.eval.report import metrics
+from engine.recall.assistant_said import detect_quote
 from engine.recall.dates import annotate_relative_time, resolve_timezone
 
 SEED = 20260105
@@ -84,12 +85,33 @@ def test_surfaces_survive_the_relative_time_notes_of_the_block(
             assert fact.surface in annotate_relative_time(m.text, m.time_ms, tz, 1), fact.id
 
 
+def test_two_and_said_questions(conversations: list[Conversation]) -> None:
+    for conv in conversations:
+        by_id = {m.id: m for m in conv.messages()}
+        kinds = [q.kind for q in conv.questions]
+        # asked after every other kind (the sequence regime of the others is unchanged)
+        tail = [k for k in kinds if k in ("two", "said")]
+        assert kinds[len(kinds) - len(tail) :] == tail
+        two = [q for q in conv.questions if q.kind == "two"]
+        assert two and all(len(q.evidence) == 2 for q in two)
+        if conv.lang == "zh":
+            assert all(q.text.count("？") == 2 for q in two)
+        else:
+            assert all(q.text.count("?") == 2 for q in two)
+        said = [q for q in conv.questions if q.kind == "said"]
+        assert said
+        for q in said:
+            assert [by_id[m].role for m in q.evidence] == ["assistant"]
+            assert detect_quote(q.text) is not None  # it quotes the assistant
+
+
 def test_conversation_shape(conversations: list[Conversation]) -> None:
     for conv in conversations[:3]:  # default size
         lo, hi = DEFAULT_SIZE.sessions
         assert lo <= len(conv.sessions) <= hi
         assert all(20 <= len(s.turns) <= 40 for s in conv.sessions)
-        assert 30 <= len(conv.questions) <= 50
+        first = [q for q in conv.questions if q.kind not in ("two", "said")]
+        assert 30 <= len(first) <= 50
         assert {q.kind for q in conv.questions} == set(QUESTION_KINDS)
         assert any(len(q.evidence) == 2 for q in conv.questions if q.kind == "multihop")
         dates = [s.date for s in conv.sessions]

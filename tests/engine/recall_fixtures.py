@@ -84,6 +84,7 @@ class Entry:
     events: list[str] | None = None
     persons: list[str] | None = None
     locations: list[str] | None = None
+    assistantKeywords: list[str] | None = None
 
 
 @dataclass

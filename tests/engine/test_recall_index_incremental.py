@@ -25,6 +25,7 @@ from bench.recall import make_entries
 from engine.config import ENGINE_DEFAULTS, MemoryConfig, deep_merge
 from engine.recall import Addition, CandidateIndex, RecallState, analyze_query, run_round
 from engine.recall.fair import Pick
+from engine.recall.query import AssistantQuery
 from handlers.recall_state import candidate_index
 from handlers.sessions import SessionState
 from tests.engine.recall_fixtures import BASE_MS, Entry, new_store, write_folders
@@ -57,6 +58,8 @@ VOCAB = [
     " ",
 ]
 TITLES = ["", "我喜欢的规则", "星港 gateway", "约定好了", "普通标题"]
+SAID = ["叫你小鲸", "我周三提醒你去取快递", "call", "Whale", "提醒"]
+"""「你说过」 channel phrases (`assistantKeywords`)."""
 ALPHAS = [0.0, 0.05, 0.3, 0.59, 0.6, 0.61, 0.9, 1.0]
 QUERIES = [
     "星港项目的接口网关怎么样了",
@@ -81,15 +84,18 @@ CONFIGS = [
     _cfg(),
     _cfg(match={"expandLatinCase": True, "cjkBigram": True}),
     _cfg(keywords={"matchMode": "exact"}, recall={"categoryMatch": {"alphaMin": 0.3}}),
+    _cfg(recall={"assistantSaid": {"enabled": False}}),
 ]
 
 
 def structure(ix: CandidateIndex) -> tuple[Any, ...]:
-    """Everything a query reads, with key ids (internal) replaced by the keys."""
+    """Everything a query reads, with key ids (internal) replaced by the keys (the
+    channel's keys, added on first use, added first)."""
+    asst = ix.assistant_postings()
     postings = {key: list(ix._postings[kid]) for key, kid in ix._key_ids.items()}
     bigram = {g: sorted(ix._keys[kid] for kid in arr) for g, arr in ix._bigram.items()}
     cats = {name: sorted(ns) for name, ns in ix.categories.items()}
-    return (list(ix.folders), dict(ix.by_id), postings, bigram, ix._max_key, cats, len(ix))
+    return (list(ix.folders), dict(ix.by_id), postings, bigram, ix._max_key, cats, asst, len(ix))
 
 
 def observe(ix: CandidateIndex, text: str, cfg: MemoryConfig, min_alpha: float) -> Any:
@@ -99,12 +105,16 @@ def observe(ix: CandidateIndex, text: str, cfg: MemoryConfig, min_alpha: float) 
     def ids(ns: Any) -> frozenset[str]:
         return frozenset(ix.folders[n].id for n in ns)
 
+    said = ix.match_assistant(
+        AssistantQuery("param", "", ("叫你", "提醒", "call")), min_alpha=min_alpha
+    )
     return (
         [(s.name, s.kind, ids(s.posting)) for s in m.seeds],
         ids(m.candidates),
         {ix.folders[n].id: c for n, c in m.hits.items()},
         list(m.categories),
         [ix.folders[n].id for n in sorted(m.candidates)],
+        {ix.folders[n].id: (c, said.score[n]) for n, c in said.hits.items()},
     )
 
 
@@ -122,7 +132,14 @@ def assert_same(ix: CandidateIndex, entries: list[Entry], cfg: MemoryConfig, ext
 _serial = iter(range(10**9))
 
 
-def new_entry(scored: bool, alpha: float, kws: list[str], title: str, created: int) -> Entry:
+def new_entry(
+    scored: bool,
+    alpha: float,
+    kws: list[str],
+    title: str,
+    created: int,
+    said: list[str] | None = None,
+) -> Entry:
     return Entry(
         id=f"mem-{next(_serial):06d}",
         alpha=alpha,
@@ -130,10 +147,12 @@ def new_entry(scored: bool, alpha: float, kws: list[str], title: str, created: i
         keywords=kws,
         scored=scored,
         title=title,
+        assistantKeywords=said,
     )
 
 
 kw_lists = st.lists(st.sampled_from(VOCAB), max_size=5)
+said_lists = st.none() | st.lists(st.sampled_from(SAID), max_size=3)
 entry_st = st.builds(
     new_entry,
     st.booleans(),
@@ -141,6 +160,7 @@ entry_st = st.builds(
     kw_lists,
     st.sampled_from(TITLES),
     st.integers(0, 5),
+    said_lists,
 )
 op_st = st.one_of(
     st.tuples(st.just("add"), entry_st),
@@ -150,6 +170,7 @@ op_st = st.one_of(
     st.tuples(st.just("alpha"), st.integers(0, 10**6), st.sampled_from(ALPHAS)),
     st.tuples(st.just("keywords"), st.integers(0, 10**6), kw_lists),
     st.tuples(st.just("title"), st.integers(0, 10**6), st.sampled_from(TITLES)),
+    st.tuples(st.just("said"), st.integers(0, 10**6), said_lists),
     st.tuples(st.just("same"), st.integers(0, 10**6)),
     st.tuples(st.just("remove"), st.integers(0, 10**6)),
 )
@@ -181,6 +202,8 @@ def apply(entries: list[Entry], op: tuple[Any, ...]) -> list[Entry]:
         out[i] = dataclasses.replace(e, keywords=op[2])
     elif kind == "title":
         out[i] = dataclasses.replace(e, title=op[2])
+    elif kind == "said":
+        out[i] = dataclasses.replace(e, assistantKeywords=op[2])
     elif kind == "same":  # a new object with the same indexed fields (e.g. pendingSince)
         out[i] = dataclasses.replace(e)
     else:

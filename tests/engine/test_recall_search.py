@@ -117,10 +117,9 @@ def test_filters_of_later_features_are_answered_not_ignored() -> None:
         },
         cfg,
     )
-    assert args.unsupported == ("timeFrom", "assistantSaid")  # 「空」 and [] ask for nothing
-    assert args.warnings == (
-        texts.RECALL_TOOL_WARN_UNSUPPORTED.format(params="timeFrom / assistantSaid"),
-    )
+    assert args.unsupported == ("timeFrom",)  # 「空」 and [] ask for nothing
+    assert args.assistant_said is True  # a real parameter since issue 13: no warning
+    assert args.warnings == (texts.RECALL_TOOL_WARN_UNSUPPORTED.format(params="timeFrom"),)
     only = parse_search_args({"persons": ["小明"]}, cfg)
     assert only.error is None and only.keywords == ()
     assert only.warnings == (texts.RECALL_TOOL_WARN_FILTERS_ONLY.format(params="persons"),)
