@@ -3,8 +3,9 @@
 A session directory is made with N folders (index rows as archiving writes them, a
 directory per folder, full ``meta.json`` files only for the folders the calls judge),
 and opened once. Each call is what the tool does after its plan is validated
-(``handlers.tool_judge``): ``plan_judge`` over 5 pending folders, the store's
-``update_metas`` with the plan's changes, and the ``judge`` telemetry record.
+(``handlers.tool_judge``): ``plan_judge`` over 5 pending folders with the tool's own
+``folder_facts``, then its ``write_plan`` (``update_metas`` with the plan's changes, and
+the ``judge`` telemetry record).
 
 The floor of a call is writing the very ``meta.json`` bytes the call produced, each
 atomically and durably (temp file, fsync, rename, directory fsync): what any design
@@ -31,9 +32,10 @@ from typing import Any
 from engine import jsonio
 from engine.config import MemoryConfig
 from engine.jsonio import FsOps, dumps_json, write_bytes_atomic
-from engine.scoring.judge import facts_from_meta, plan_judge
+from engine.scoring.judge import plan_judge
 from engine.store import SessionStore, open_session
 from engine.store.indexfile import file_size, index_log_budget
+from handlers.tool_judge import folder_facts, write_plan
 
 PER_CALL = 5
 BASE_MS = 1_795_000_000_000
@@ -112,18 +114,6 @@ def make_session(root: Path, folders: int, judged: int) -> None:
 def _judge(store: SessionStore, ids: list[str], cfg: MemoryConfig, now_ms: int) -> None:
     """One memory_judge call's work after parsing: plan, metas + index, telemetry."""
 
-    def folder(fid: str) -> Any:
-        meta = store.get_meta(fid)
-        return facts_from_meta(
-            fid,
-            scored=meta.scored,
-            rescore_pending=meta.rescorePending,
-            events=meta.events,
-            event=meta.event,
-            locations=meta.locations,
-            persons=meta.persons,
-        )
-
     updates = [
         {
             "id": fid,
@@ -136,16 +126,14 @@ def _judge(store: SessionStore, ids: list[str], cfg: MemoryConfig, now_ms: int) 
     ]
     plan = plan_judge(
         {"updates": updates},
-        folder=folder,
+        folder=lambda fid: folder_facts(store, fid),
         text_of=lambda fid: f"{fid} 的讨论：{_WORDS[0]} {_WORDS[1]}",
         label_counts=store.index_stats.label_counts(),
         cfg=cfg,
         now_ms=now_ms,
     )
     assert not plan.is_error and len(plan.changes) == len(ids), plan.text
-    store.update_metas(plan.changes)
-    if plan.telemetry is not None:
-        store.append_stats(plan.telemetry)
+    write_plan(store, plan, telemetry=True)
 
 
 def _floor(store: SessionStore, ids: list[str], scratch: Path) -> tuple[float, int]:

@@ -27,7 +27,7 @@ from engine.scoring.judge import (
     facts_from_meta,
     plan_judge,
 )
-from engine.store import StoreError
+from engine.store import SessionStore, StoreError
 from handlers.context import RequestContext
 from handlers.scoring_policy import heuristic_text
 from handlers.tools import Tool, ToolCallParams, ToolResult
@@ -73,42 +73,45 @@ PARAMETERS: dict[str, Any] = {
 DESCRIPTION = texts.JUDGE_DESCRIPTION + texts.JUDGE_DESCRIPTION_KEYWORD_RULES
 
 
+def folder_facts(store: SessionStore, folder_id: str) -> FolderFacts | None:
+    """What the plan needs of folder `folder_id`: None when the store has no such folder
+    (an unknown id); a folder whose meta cannot be read is `FolderUnreadable`."""
+    if folder_id not in store:
+        return None
+    try:
+        meta = store.get_meta(folder_id)
+    except StoreError as exc:
+        raise FolderUnreadable(folder_id) from exc
+    return facts_from_meta(
+        folder_id,
+        scored=meta.scored,
+        rescore_pending=meta.rescorePending,
+        events=meta.events,
+        event=meta.event,
+        locations=meta.locations,
+        persons=meta.persons,
+    )
+
+
 def _plan(state: SessionState, arguments: dict[str, Any], app: App, now_ms: int) -> JudgePlan:
     store = state.store
-    cfg = app.config.config
-
-    def folder(folder_id: str) -> FolderFacts | None:
-        if folder_id not in store:
-            return None
-        try:
-            meta = store.get_meta(folder_id)
-        except StoreError as exc:
-            raise FolderUnreadable(folder_id) from exc
-        return facts_from_meta(
-            folder_id,
-            scored=meta.scored,
-            rescore_pending=meta.rescorePending,
-            events=meta.events,
-            event=meta.event,
-            locations=meta.locations,
-            persons=meta.persons,
-        )
-
     return plan_judge(
         arguments,
-        folder=folder,
+        folder=lambda folder_id: folder_facts(store, folder_id),
         text_of=lambda folder_id: heuristic_text(state, folder_id),
         label_counts=store.index_stats.label_counts(),
-        cfg=cfg,
+        cfg=app.config.config,
         now_ms=now_ms,
     )
 
 
-def _write(state: SessionState, plan: JudgePlan, telemetry: bool) -> None:
-    if plan.changes:  # an old folder judged again gets its 「你说过」 phrases
-        state.store.update_metas(with_assistant_keywords(state.store, plan.changes))
+def write_plan(store: SessionStore, plan: JudgePlan, telemetry: bool) -> None:
+    """The plan's writes: metas and index rows in one `update_metas` (an old folder
+    judged again gets its 「你说过」 phrases), then the `judge` telemetry record."""
+    if plan.changes:
+        store.update_metas(with_assistant_keywords(store, plan.changes))
     if telemetry and plan.telemetry is not None:
-        state.store.append_stats(plan.telemetry)
+        store.append_stats(plan.telemetry)
 
 
 async def judge(
@@ -128,7 +131,7 @@ async def judge(
     write_stats = bool(app.config.config.scoring.judge_telemetry)
     if plan.changes or (write_stats and plan.telemetry is not None):
         with ctx.commit_guard():
-            await anyio.to_thread.run_sync(lambda: _write(state, plan, write_stats))
+            await anyio.to_thread.run_sync(lambda: write_plan(state.store, plan, write_stats))
     if plan.touched:
         state.scoring_rounds_unjudged = 0
         state.request_new_series()
