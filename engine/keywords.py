@@ -108,6 +108,13 @@ def match_key(term: str, *, expand_latin_case: bool) -> str:
     return _match_key(term, expand_latin_case)
 
 
+def match_keys(terms: Iterable[str], *, expand_latin_case: bool) -> list[str]:
+    """The :func:`match_key` of each of ``terms``, first occurrence order, without repeats
+    and without empty keys: one query's (or one folder's) keys to compare."""
+    keys = (match_key(t, expand_latin_case=expand_latin_case) for t in terms)
+    return list(dict.fromkeys(k for k in keys if k))
+
+
 def cjk_bigrams(term: str) -> list[str]:
     """Overlapping bigrams of every CJK run in ``term``, first occurrence order, no repeats.
 
@@ -214,11 +221,7 @@ class QueryMatcher:
         cjk_bigram: bool = False,
     ) -> None:
         _check_mode(mode)
-        keys: list[str] = []
-        for kw in query_keywords:
-            k = match_key(kw, expand_latin_case=expand_latin_case)
-            if k and k not in keys:
-                keys.append(k)
+        keys = match_keys(query_keywords, expand_latin_case=expand_latin_case)
         self.keys: tuple[str, ...] = tuple(keys)
         self._mode: MatchMode = mode
         self._cjk_bigram = cjk_bigram

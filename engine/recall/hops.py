@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from engine.config import MemoryConfig
-from engine.keywords import match_key
+from engine.keywords import match_keys
 from engine.recall.candidates import CandidateIndex
 from engine.recall.fair import Pick, sigma_key
 from engine.recall.query import Query
@@ -47,12 +47,9 @@ def expand_hops(
     out: list[Pick] = []
     generation = [p.n for p in parents]
     for gen in range(2, hops + 2):
-        keys: list[str] = []
-        for n in generation:
-            for kw in folders[n].keywords:
-                key = match_key(kw, expand_latin_case=fold)
-                if key and key not in keys:
-                    keys.append(key)
+        keys = match_keys(
+            (kw for n in generation for kw in folders[n].keywords), expand_latin_case=fold
+        )
         if not keys:
             break
         found = index.match(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 from engine.config import MemoryConfig
-from engine.keywords import match_key
+from engine.keywords import match_keys
 from engine.recall.candidates import CandidateIndex, Matches
 from engine.recall.fair import Pick, Selection
 from engine.recall.prng import Mulberry32, derive_seed
@@ -78,12 +78,9 @@ def select_legacy(
             first += 1
     gen = 2
     while bridges and (rc.max_generation <= 0 or gen <= rc.max_generation):
-        keys: list[str] = []
-        for n in bridges:
-            for kw in folders[n].keywords:
-                key = match_key(kw, expand_latin_case=fold)
-                if key and key not in keys:
-                    keys.append(key)
+        keys = match_keys(
+            (kw for n in bridges for kw in folders[n].keywords), expand_latin_case=fold
+        )
         sub = Query("", "", tuple(keys), tuple(keys), 1, 0)
         found = index.match(sub, min_alpha=rc.min_alpha).candidates
         p_gen = generation_factor(gen, rc.mu, rc.sigma)

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 
 from engine.config import MemoryConfig
-from engine.keywords import QUERY_KEYWORDS_MAX, extract_keywords, match_key
+from engine.keywords import QUERY_KEYWORDS_MAX, extract_keywords, match_key, match_keys
 from engine.tokenizer import normalize_text
 
 __all__ = [
@@ -103,13 +103,7 @@ def _keywords(text: str, cfg: MemoryConfig) -> tuple[tuple[str, ...], tuple[str,
             extra_stopwords=cfg.keywords.extra_stopwords,
         )
     )
-    fold = cfg.match.expand_latin_case
-    keys: list[str] = []
-    for kw in keywords:
-        k = match_key(kw, expand_latin_case=fold)
-        if k and k not in keys:
-            keys.append(k)
-    return keywords, tuple(keys)
+    return keywords, tuple(match_keys(keywords, expand_latin_case=cfg.match.expand_latin_case))
 
 
 def _single(text: str, cfg: MemoryConfig, clauses: int) -> Query:

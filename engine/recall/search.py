@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.config import MemoryConfig
-from engine.keywords import match_key
+from engine.keywords import match_key, match_keys
 from engine.recall.candidates import CandidateIndex, Matches
 from engine.recall.fair import Pick, Selection, lane_order, select_fair
 from engine.recall.legacy import select_legacy
@@ -117,11 +117,7 @@ def keyword_query(
     「你说过」 channel request."""
     words = tuple(keywords)
     fold = cfg.match.expand_latin_case
-    keys: list[str] = []
-    for kw in words:
-        key = match_key(kw, expand_latin_case=fold)
-        if key and key not in keys:
-            keys.append(key)
+    keys = match_keys(words, expand_latin_case=fold)
     text = " ".join(words)
     return Query(
         text=text,
