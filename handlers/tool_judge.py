@@ -30,17 +30,13 @@ from engine.scoring.judge import (
 from engine.store import SessionStore, StoreError
 from handlers.context import RequestContext
 from handlers.scoring_policy import heuristic_text
-from handlers.tools import Tool, ToolCallParams, ToolResult
+from handlers.tools import Tool, ToolCallParams, ToolResult, string_list_schema
 
 if TYPE_CHECKING:
     from handlers.app import App
     from handlers.sessions import SessionState
 
 NAME = "memory_judge"
-
-
-def _labels(description: str) -> dict[str, Any]:
-    return {"type": "array", "items": {"type": "string"}, "description": description}
 
 
 PARAMETERS: dict[str, Any] = {
@@ -55,11 +51,11 @@ PARAMETERS: dict[str, Any] = {
                     "id": {"type": "string", "description": texts.JUDGE_PARAM_ID},
                     "alpha": {"type": "number", "description": texts.JUDGE_PARAM_ALPHA},
                     "beta": {"type": "number", "description": texts.JUDGE_PARAM_BETA},
-                    "keywords": _labels(texts.JUDGE_PARAM_KEYWORDS),
-                    "events": _labels(texts.JUDGE_PARAM_EVENTS),
+                    "keywords": string_list_schema(texts.JUDGE_PARAM_KEYWORDS),
+                    "events": string_list_schema(texts.JUDGE_PARAM_EVENTS),
                     "event": {"type": "string", "description": texts.JUDGE_PARAM_EVENT},
-                    "locations": _labels(texts.JUDGE_PARAM_LOCATIONS),
-                    "persons": _labels(texts.JUDGE_PARAM_PERSONS),
+                    "locations": string_list_schema(texts.JUDGE_PARAM_LOCATIONS),
+                    "persons": string_list_schema(texts.JUDGE_PARAM_PERSONS),
                     "keep": {"type": "boolean", "description": texts.JUDGE_PARAM_KEEP},
                     "reason": {"type": "string", "description": texts.JUDGE_PARAM_REASON},
                 },

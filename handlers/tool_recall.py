@@ -51,7 +51,7 @@ from engine.recall.state import Addition
 from engine.store import CorruptFolder
 from handlers.context import RequestContext
 from handlers.recall_state import candidate_index, ensure_recall_state, relevance_index
-from handlers.tools import Tool, ToolCallParams, ToolResult
+from handlers.tools import Tool, ToolCallParams, ToolResult, string_list_schema
 
 if TYPE_CHECKING:
     from handlers.app import App
@@ -60,10 +60,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger("rofmd.recall")
 
 NAME = "memory_recall"
-
-
-def _labels(description: str) -> dict[str, Any]:
-    return {"type": "array", "items": {"type": "string"}, "description": description}
 
 
 PARAMETERS: dict[str, Any] = {
@@ -90,9 +86,9 @@ PARAMETERS: dict[str, Any] = {
             "description": texts.RECALL_PARAM_GRANULARITY,
         },
         "event": {"type": "string", "description": texts.RECALL_PARAM_EVENT},
-        "events": _labels(texts.RECALL_PARAM_EVENTS),
-        "locations": _labels(texts.RECALL_PARAM_LOCATIONS),
-        "persons": _labels(texts.RECALL_PARAM_PERSONS),
+        "events": string_list_schema(texts.RECALL_PARAM_EVENTS),
+        "locations": string_list_schema(texts.RECALL_PARAM_LOCATIONS),
+        "persons": string_list_schema(texts.RECALL_PARAM_PERSONS),
         "timeText": {"type": "string", "description": texts.RECALL_PARAM_TIME_TEXT},
         "assistantSaid": {"type": "boolean", "description": texts.RECALL_PARAM_ASSISTANT_SAID},
     },

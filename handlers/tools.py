@@ -63,6 +63,11 @@ class Tool:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
 
 
+def string_list_schema(description: str) -> dict[str, Any]:
+    """The JSON schema of a parameter that is a list of strings (labels, keywords)."""
+    return {"type": "array", "items": {"type": "string"}, "description": description}
+
+
 class ToolCallParams(Wire):
     """`tools/call` params. A JSON-string `arguments` is parsed here (orjson), so the
     tool sees an object whose numbers, strings and nesting are within the limits."""
