@@ -31,8 +31,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# pytest-xdist: one worker per core (2 on CI). PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= auto
 unit: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS)
 
 # The DSH bridge (bridge/dsh-rofm, Node ESM): node --test, with a real daemon from the venv.
 # Without Node (a fresh machine with only Python and make) it says so and skips, except
