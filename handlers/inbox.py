@@ -185,11 +185,8 @@ async def _recall(
         rs.remember_message(message_id)
         rs.save()
         if outcome.ran:
-            try:
-                state.store.append_stats(outcome.recall_record)
-                state.store.append_stats(outcome.block_record)
-            except OSError as exc:  # telemetry never fails a recall
-                log.warning("recall telemetry not written", error=str(exc))
+            state.store.append_stats(outcome.recall_record)
+            state.store.append_stats(outcome.block_record)
         return outcome
 
     with ctx.commit_guard():

@@ -94,20 +94,22 @@ def _fake_window(state: SessionState) -> bool:
     """fakeWindow of the session's telemetry (``engine.scoring.eras``), following
     ``stats.jsonl`` as it grows: each record is parsed once, and once a record shows a
     fake window the answer stays (the file only grows). A file that shrank or was
-    replaced (another inode) is read again from its start."""
+    replaced (another inode) is read again from its start. Telemetry that cannot be
+    read (missing, or not a file) shows no fake window: like a failed write, it never
+    fails the operation that consults it."""
     path = state.store.paths.stats
     try:
         st = path.stat()
-    except FileNotFoundError:
+        cached = state.scoring_fake_window
+        offset, fake = 0, False
+        if cached is not None and cached[0][1] == st.st_ino and cached[0][0] <= st.st_size:
+            offset, fake = cached[0][0], cached[1]
+        if not fake and st.st_size > offset:
+            records, offset = read_jsonl_tail(path, offset, st.st_size)
+            fake = fake_window(records)
+    except OSError:
         state.scoring_fake_window = None
         return False
-    cached = state.scoring_fake_window
-    offset, fake = 0, False
-    if cached is not None and cached[0][1] == st.st_ino and cached[0][0] <= st.st_size:
-        offset, fake = cached[0][0], cached[1]
-    if not fake and st.st_size > offset:
-        records, offset = read_jsonl_tail(path, offset, st.st_size)
-        fake = fake_window(records)
     state.scoring_fake_window = ((offset, st.st_ino), fake)
     return fake
 

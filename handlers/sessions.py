@@ -19,6 +19,7 @@ puts back, so its answers are those it would have given had it stayed loaded.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -37,6 +38,7 @@ from handlers.archive_state import ArchiveState
 from handlers.damage import DamageLedger
 from handlers.relevance_snapshots import on_unload
 from handlers.session_residue import Residue, capture, releasable, restore
+from handlers.stats_health import StatsHealth
 
 log = structlog.get_logger("rofmd.sessions")
 
@@ -125,6 +127,8 @@ class SessionRegistry:
         """Sessions unloaded: `disposed`, `idle`, `lru` (for `status`)."""
         self.on_release: Callable[[], None] | None = None
         """Called after a session was unloaded (the daemon returns memory to the OS)."""
+        self.stats_health = StatsHealth()
+        """Telemetry writes that failed, in every session opened (for `status`)."""
 
     def key_for(self, session_id: str) -> str:
         """The memory directory name of a host session id (injective: distinct ids,
@@ -166,6 +170,7 @@ class SessionRegistry:
                     shared_with=list(moved.shared_with),
                     moved_away=[name for _, name in moved.moved_away],
                 )
+            store.on_stats_error = functools.partial(self.stats_health.failed, key)
             report = store.load_report
             state = SessionState(key=key, store=store, load_report=report, archive=archive)
             residue = self._residues.pop(key, None)

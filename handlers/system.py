@@ -88,6 +88,8 @@ async def status(app: App, params: NoParams, ctx: RequestContext) -> dict[str, A
                 "lru": app.sessions.released["lru"],
                 "remembered": app.sessions.residues(),
             },
+            # telemetry that could not be written (the operations went on)
+            **app.sessions.stats_health.status(),
         }
     )
     # per loaded session: what loads repaired, which folders cannot be read (until fixed)

@@ -194,10 +194,7 @@ async def recall_tool(
         def write() -> None:
             if index is not None and commit_search(rs, page, picks, index, cfg):
                 rs.save()
-            try:
-                state.store.append_stats(record)
-            except OSError as exc:  # telemetry never fails a recall
-                log.warning("memory_recall telemetry not written", error=str(exc))
+            state.store.append_stats(record)
 
         with ctx.commit_guard():
             await anyio.to_thread.run_sync(write)

@@ -69,6 +69,17 @@ def _print_json(obj: Any) -> None:
 # ---- where things are -----------------------------------------------------------------
 
 
+def _warn_stats_once(store: SessionStore) -> Callable[[OSError], None]:
+    """A command's telemetry failure: one warning on stderr, the command goes on
+    (as in the daemon, `handlers.stats_health`)."""
+
+    def warn(exc: OSError) -> None:
+        if store.stats_failures == 1:
+            print(f"warning: telemetry not written ({store.paths.stats}): {exc}", file=sys.stderr)
+
+    return warn
+
+
 @dataclass(frozen=True)
 class Where:
     """The config and memory root a command works on."""
@@ -82,9 +93,11 @@ class Where:
 
     def open(self, session: str) -> SessionStore:
         try:
-            return open_session(self.root, session, per_session=self.per_session)
+            store = open_session(self.root, session, per_session=self.per_session)
         except ValueError as exc:
             raise CliError(f"session {session!r}: {exc}") from None
+        store.on_stats_error = _warn_stats_once(store)
+        return store
 
     def sessions(self) -> list[tuple[str, str]]:
         """(session id, directory name) of the stores present (the root itself in the

@@ -55,7 +55,7 @@ API::
     store.rollback_committed(txn_id) -> list[str]
     store.reinstate(txn.record())   # after a restart: undoable again
     store.update_meta(id, changes) -> FolderMeta;  store.update_metas({id: changes})
-    store.append_stats(record) -> None
+    store.append_stats(record) -> bool
     store.image_entries() -> list[ImageIndexEntry];  store.image_path(name) -> Path
     store.image_index_current(files) -> bool;  store.refresh_image_index(files) -> bool
 

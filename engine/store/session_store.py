@@ -156,6 +156,10 @@ class SessionStore:
         """Set when a rollback could not finish; reopening the store repairs it."""
         self.dir_outcome: SessionDirOutcome | None = None
         """What :func:`open_session` did to find the directory (None: global layout)."""
+        self.stats_failures = 0
+        """Telemetry records that could not be written (:meth:`append_stats`)."""
+        self.on_stats_error: Callable[[OSError], None] | None = None
+        """Told of each telemetry write that failed (the daemon warns and keeps it)."""
         state = recover(paths) if make_dir is None else _nothing_yet(paths)
         self.load_report: LoadReport = state.report
         self._load(state)
@@ -448,10 +452,24 @@ class SessionStore:
             except (StoreError, OSError):
                 continue  # unreadable: the row stays; recall reports the folder on a pick
 
-    def append_stats(self, record: Mapping[str, Any]) -> None:
-        """Append one telemetry record to ``stats.jsonl`` (durable)."""
-        self.materialize()
-        append_stats(self.paths.stats, record)
+    def append_stats(self, record: Mapping[str, Any]) -> bool:
+        """Append one telemetry record to ``stats.jsonl`` (durable); False if it could
+        not be written.
+
+        Telemetry never fails the operation it describes (reference §1.6, v1.4.1): an
+        archive already committed must be answered, not turned into an error because
+        its report line did not land. The failure goes to ``on_stats_error``, whose
+        owner warns once and shows it in ``status``.
+        """
+        try:
+            self.materialize()
+            append_stats(self.paths.stats, record)
+        except OSError as exc:
+            self.stats_failures += 1
+            if self.on_stats_error is not None:
+                self.on_stats_error(exc)
+            return False
+        return True
 
     # -- internals used by Transaction -------------------------------------------
     def _reserve_id(self, folder_id: str) -> None:
