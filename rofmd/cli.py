@@ -64,8 +64,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"rofmd: invalid setting {loc}: {first.get('msg')}", file=sys.stderr)
         return 1
     configure_logging(settings.log_format, settings.log_level)
-    # Memory holds whole conversations: files 0600, directories 0700, whatever the shell's umask.
-    os.umask(0o077)
     if args.demo:
         from rofmd.demo import demo_on_running_daemon
 
@@ -329,7 +327,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     full = _command(words) not in LIGHT_COMMANDS  # help and errors list every command
     args = build_parser(full=full).parse_args(words)
-    code: int = args.func(args)
+    # Memory holds whole conversations: whatever the shell's umask, every file a command
+    # writes (the daemon's, `engine`'s, `simulate --keep`'s) is 0600, every directory 0700.
+    previous = os.umask(0o077)
+    try:
+        code: int = args.func(args)
+    finally:
+        os.umask(previous)  # main() called in-process (tests) leaves the caller's umask
     return code
 
 
