@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -71,6 +72,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve(settings)
 
 
+def _unreachable(path: Path | str, reason: str) -> int:
+    """Every command that talks to a daemon says the same when none answers: exit 1."""
+    print(f"rofmd: cannot reach the daemon at {path}: {reason}", file=sys.stderr)
+    print("hint: start it with `rofmd serve` (or `make run`), or pass --socket", file=sys.stderr)
+    return 1
+
+
 def _client_call(args: argparse.Namespace, method: str) -> tuple[int, Any]:
     from rofmd.wire import call_once
 
@@ -81,11 +89,7 @@ def _client_call(args: argparse.Namespace, method: str) -> tuple[int, Any]:
         print(f"rofmd: {method} failed: {exc}", file=sys.stderr)
         return 1, None
     except OSError as exc:
-        print(f"rofmd: cannot reach the daemon at {path}: {exc.strerror or exc}", file=sys.stderr)
-        print(
-            "hint: start it with `rofmd serve` (or `make run`), or pass --socket", file=sys.stderr
-        )
-        return 1, None
+        return _unreachable(path, exc.strerror or str(exc)), None
     except Exception as exc:  # noqa: BLE001 - CLI boundary: one readable line, exit 1
         print(f"rofmd: {method} failed: {exc}", file=sys.stderr)
         return 1, None
@@ -195,11 +199,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """Play the shipped conversation through a daemon and show what memory did."""
     import anyio
 
+    from rofmd.client import DaemonUnreachable
     from rofmd.demo import run_demo
     from rofmd.logs import configure_logging
 
     configure_logging("console", "warning", stream=sys.stderr)
-    return anyio.run(lambda: run_demo(args.socket_path, as_json=args.json))
+    try:
+        return anyio.run(lambda: run_demo(args.socket_path, as_json=args.json))
+    except DaemonUnreachable as exc:
+        return _unreachable(exc.path, exc.reason)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -212,16 +220,21 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.window < 1024:
         print("rofmd replay: --window must be at least 1024 tokens", file=sys.stderr)
         return 1
+    from rofmd.client import DaemonUnreachable
+
     configure_logging("console", "warning", stream=sys.stderr)
-    return anyio.run(
-        lambda: run_replay(
-            args.log,
-            socket=args.socket_path,
-            window=args.window,
-            score=not args.no_score,
-            as_json=args.json,
+    try:
+        return anyio.run(
+            lambda: run_replay(
+                args.log,
+                socket=args.socket_path,
+                window=args.window,
+                score=not args.no_score,
+                as_json=args.json,
+            )
         )
-    )
+    except DaemonUnreachable as exc:
+        return _unreachable(exc.path, exc.reason)
 
 
 class _VersionAction(argparse.Action):
@@ -332,6 +345,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = os.umask(0o077)
     try:
         code: int = args.func(args)
+    except BrokenPipeError:
+        # `rofmd … | head`: the reader stopped reading; no traceback, and nothing more
+        # is written to the closed pipe (the interpreter would flush into it at exit)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     finally:
         os.umask(previous)  # main() called in-process (tests) leaves the caller's umask
     return code

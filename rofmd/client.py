@@ -23,6 +23,18 @@ from rofmd.wire import ConnectionLost as ConnectionLost
 from rofmd.wire import RpcError as RpcError
 
 
+class DaemonUnreachable(OSError):
+    """No daemon answers at ``path``: the socket is missing, refused, or not ours to
+    open. Raised by :meth:`RofmdClient.connect` so a command can say so in one line; an
+    OSError with the connect's errno, so code waiting for a daemon to come up still
+    catches it as one."""
+
+    def __init__(self, path: Path | str, cause: OSError) -> None:
+        self.reason = cause.strerror or str(cause)
+        super().__init__(cause.errno, f"cannot reach the daemon at {path}: {self.reason}")
+        self.path = path
+
+
 class _Waiter:
     def __init__(self) -> None:
         self.event = anyio.Event()
@@ -44,7 +56,10 @@ class RofmdClient:
     @asynccontextmanager
     async def connect(cls, path: Path | str) -> AsyncIterator[RofmdClient]:
         """Open a connection; closes it (and fails pending calls) on exit."""
-        stream = await anyio.connect_unix(str(path))
+        try:
+            stream = await anyio.connect_unix(str(path))
+        except OSError as exc:
+            raise DaemonUnreachable(path, exc) from exc
         async with anyio.create_task_group() as tg:
             client = cls(stream, tg)
             tg.start_soon(client._read_loop)

@@ -1,0 +1,50 @@
+"""Expected failures of the command line are one readable line, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIXTURE_LOG = Path(__file__).parent.parent / "fixtures" / "session.v4.jsonl"
+
+
+def _rofmd(*argv: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROFMD_")}
+    return subprocess.run(
+        [sys.executable, "-m", "rofmd", *argv], env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["demo"], ["replay", str(FIXTURE_LOG)], ["status"], ["reload"]],
+    ids=["demo", "replay", "status", "reload"],
+)
+def test_a_missing_daemon_is_one_line_and_exit_1(tmp_path: Path, argv: list[str]) -> None:
+    socket = tmp_path / "nobody.sock"
+    out = _rofmd(argv[0], "--socket", str(socket), *argv[1:])
+    assert out.returncode == 1, out
+    assert "Traceback" not in out.stderr, out.stderr
+    assert f"rofmd: cannot reach the daemon at {socket}: No such file or directory" in out.stderr
+    assert "hint: start it with `rofmd serve`" in out.stderr
+
+
+def test_a_reader_that_stops_reading_gets_no_traceback(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROFMD_")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rofmd", "simulate"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # as `| head` does once it has its lines: every write now fails
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 128 + signal.SIGPIPE
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
