@@ -219,7 +219,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     if args.window < 1024:
         print("rofmd replay: --window must be at least 1024 tokens", file=sys.stderr)
-        return 1
+        return 2
     from rofmd.client import DaemonUnreachable
 
     configure_logging("console", "warning", stream=sys.stderr)

@@ -47,7 +47,17 @@ DEFAULT_WINDOW = 128_000
 
 
 class CliError(Exception):
-    """A bad argument or unusable input: printed as one line, exit 1."""
+    """Unusable input or a failure (a file that cannot be read, a bad config): printed
+    as one line, exit 1."""
+
+    exit_code = 1
+
+
+class UsageError(CliError):
+    """A bad argument (a value out of range, an empty id): printed as one line, exit 2,
+    as argparse exits for the arguments it checks itself."""
+
+    exit_code = 2
 
 
 def archiver_version() -> str:
@@ -95,7 +105,7 @@ class Where:
         try:
             store = open_session(self.root, session, per_session=self.per_session)
         except ValueError as exc:
-            raise CliError(f"session {session!r}: {exc}") from None
+            raise UsageError(f"session {session!r}: {exc}") from None
         store.on_stats_error = _warn_stats_once(store)
         return store
 
@@ -114,7 +124,7 @@ class Where:
         try:
             return open_session_dir(self.root, name)
         except ValueError as exc:
-            raise CliError(f"session {session!r}: {exc}") from None
+            raise UsageError(f"session {session!r}: {exc}") from None
 
 
 def locate(args: argparse.Namespace, environ: dict[str, str] | None = None) -> Where:
@@ -152,7 +162,7 @@ def _session(args: argparse.Namespace) -> str:
     raw: str | None = args.session
     session = DEFAULT_SESSION if raw is None else raw
     if not session.strip():
-        raise CliError("--session must not be empty")
+        raise UsageError("--session must not be empty")
     return session
 
 
@@ -207,11 +217,11 @@ def cmd_compress(args: argparse.Namespace) -> int:
     doc = _read_conversation(args.input)
     used = args.used_percent if args.used_percent is not None else doc.get("usedPercent")
     if used is None:
-        raise CliError("--used-percent is required (or give usedPercent in the input file)")
+        raise UsageError("--used-percent is required (or give usedPercent in the input file)")
     if not 0 <= float(used) <= 100:
-        raise CliError(f"the used percent must be within 0..100, got {used:g}")
+        raise UsageError(f"the used percent must be within 0..100, got {used:g}")
     if args.window <= 0:
-        raise CliError(f"--window must be a positive number of tokens, got {args.window}")
+        raise UsageError(f"--window must be a positive number of tokens, got {args.window}")
     where = locate(args)
     store = where.open(_session(args))
     now = _now_ms(args)
@@ -294,13 +304,13 @@ def _context(pairs: Sequence[str]) -> tuple[int | None, int | None]:
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         if not sep or key not in ("token", "tokens", "window"):
-            raise CliError(f"--context takes token=N window=N, got {pair!r}")
+            raise UsageError(f"--context takes token=N window=N, got {pair!r}")
         try:
             n = int(raw)
         except ValueError:
-            raise CliError(f"--context {key} must be a whole number, got {raw!r}") from None
+            raise UsageError(f"--context {key} must be a whole number, got {raw!r}") from None
         if n < 0:
-            raise CliError(f"--context {key} must not be negative, got {n}")
+            raise UsageError(f"--context {key} must not be negative, got {n}")
         values["token" if key.startswith("token") else "window"] = n
     return values.get("token"), values.get("window")
 
@@ -316,13 +326,13 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     keywords = args.keywords if args.keywords is not None else args.text
     if keywords is None or not keywords.strip():
-        raise CliError("--keywords (or --text) must not be empty")
+        raise UsageError("--keywords (or --text) must not be empty")
     where = locate(args)
     session = _session(args)
     try:
         store = open_session(where.root, session, per_session=where.per_session, create=False)
     except ValueError as exc:
-        raise CliError(f"session {session!r}: {exc}") from None
+        raise UsageError(f"session {session!r}: {exc}") from None
     arguments: dict[str, Any] = {"keywords": keywords}
     if args.limit is not None:
         arguments["limit"] = args.limit
@@ -344,10 +354,10 @@ def cmd_recall(args: argparse.Namespace) -> int:
     if _searching(args):
         return cmd_search(args)
     if args.text is None:
-        raise CliError("--text is required (or --keywords / --limit / --offset for a search)")
+        raise UsageError("--text is required (or --keywords / --limit / --offset for a search)")
     text = args.text.strip()
     if not text:
-        raise CliError("--text must not be empty")
+        raise UsageError("--text must not be empty")
     tokens, window = _context(args.context or [])
     where = locate(args)
     store = where.open(_session(args))
@@ -409,7 +419,7 @@ def _selected(args: argparse.Namespace, where: Where) -> list[tuple[str, str]]:
         try:
             found = find_session_dir(where.root / "sessions", session)
         except ValueError as exc:
-            raise CliError(f"session {session!r}: {exc}") from None
+            raise UsageError(f"session {session!r}: {exc}") from None
         return [(session, found.name)] if found is not None else []
     return where.sessions()
 
@@ -551,7 +561,7 @@ def _guard(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Name
             return func(args)
         except CliError as exc:
             print(f"rofmd engine {args.engine_command}: {exc}", file=sys.stderr)
-            return 1
+            return exc.exit_code
         except (StoreError, OSError) as exc:
             print(f"rofmd engine {args.engine_command}: {exc}", file=sys.stderr)
             return 1
@@ -560,12 +570,6 @@ def _guard(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Name
     return run
 
 
-class _Parser(argparse.ArgumentParser):
-    """Bad arguments exit 1 (not argparse's 2) with the usage and one clear line."""
-
-    def error(self, message: str) -> Any:
-        self.print_usage(sys.stderr)
-        self.exit(1, f"{self.prog}: error: {message}\n")
 
 
 def _common(p: argparse.ArgumentParser, *, session_help: str) -> None:
@@ -579,20 +583,13 @@ def _common(p: argparse.ArgumentParser, *, session_help: str) -> None:
 def add_engine_parser(sub: argparse._SubParsersAction[Any]) -> None:
     """Add `engine` (with init / compress / recall / list / report / backfill-assistant) to
     `sub`."""
-    saved = sub._parser_class
-    sub._parser_class = _Parser  # `rofmd engine` with a bad or missing command exits 1 too
-    try:
-        engine = sub.add_parser(
-            "engine",
-            help="run the memory engine on a memory directory, without a daemon",
-            description="The memory engine on a memory directory, without a daemon "
-            "(heuristic scoring: no model is involved).",
-        )
-    finally:
-        sub._parser_class = saved
-    cmds = engine.add_subparsers(
-        dest="engine_command", required=True, metavar="COMMAND", parser_class=_Parser
+    engine = sub.add_parser(
+        "engine",
+        help="run the memory engine on a memory directory, without a daemon",
+        description="The memory engine on a memory directory, without a daemon "
+        "(heuristic scoring: no model is involved).",
     )
+    cmds = engine.add_subparsers(dest="engine_command", required=True, metavar="COMMAND")
     one = f"session id (default {DEFAULT_SESSION})"
     every = "only this session (default: every session)"
 

@@ -329,7 +329,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             print(
                 f"rofmd simulate: --keep {keep} must be a new or empty directory", file=sys.stderr
             )
-            return 1
+            return 2
         keep.mkdir(parents=True, exist_ok=True)
         root = keep
     else:

@@ -48,3 +48,50 @@ def test_a_reader_that_stops_reading_gets_no_traceback(tmp_path: Path) -> None:
     err = proc.stderr.read()
     assert proc.wait(timeout=60) == 128 + signal.SIGPIPE
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+def _commands() -> list[list[str]]:
+    """Every command and `engine` subcommand the full parser knows."""
+    import argparse
+
+    from rofmd.cli import build_parser
+
+    def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return dict(action.choices)
+        return {}
+
+    out: list[list[str]] = []
+    for name, sub in subcommands(build_parser(full=True)).items():
+        nested = subcommands(sub)
+        out.extend([[name, n] for n in nested] if nested else [[name]])
+    return out
+
+
+def test_every_command_exits_2_on_bad_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    from rofmd.cli import main
+
+    commands = _commands()
+    assert ["status"] in commands and ["engine", "recall"] in commands, commands
+    for argv in commands:
+        with pytest.raises(SystemExit) as exc:
+            main([*argv, "--no-such-flag"])
+        assert exc.value.code == 2, argv
+        err = capsys.readouterr().err
+        assert "error:" in err and err.startswith("usage: rofmd"), (argv, err)
+        assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["replay", "--window", "10", str(FIXTURE_LOG)], "--window must be at least 1024"),
+        (["engine", "recall", "--text", " "], "--text must not be empty"),
+        (["engine", "bogus"], "invalid choice"),
+    ],
+)
+def test_bad_values_exit_2(tmp_path: Path, argv: list[str], message: str) -> None:
+    out = _rofmd(*argv)
+    assert out.returncode == 2, out
+    assert message in out.stderr and "Traceback" not in out.stderr

@@ -196,27 +196,31 @@ def test_report_and_list_on_an_empty_root(
 
 
 @pytest.mark.parametrize(
-    ("argv", "message"),
+    ("argv", "message", "code"),
     [
-        (["engine"], "required"),
-        (["engine", "bogus"], "invalid choice"),
-        (["engine", "compress"], "--input"),
-        (["engine", "compress", "--input", "{conv}", "--window", "abc"], "invalid int value"),
-        (["engine", "compress", "--input", "{missing}"], "cannot read"),
-        (["engine", "compress", "--input", "{bad}"], "invalid JSON"),
-        (["engine", "compress", "--input", "{wrong}"], "messages[0].role"),
-        (["engine", "compress", "--input", "{nopct}"], "--used-percent is required"),
-        (["engine", "compress", "--input", "{conv}", "--used-percent", "140"], "within 0..100"),
-        (["engine", "compress", "--input", "{conv}", "--window", "0"], "--window must be"),
-        (["engine", "recall"], "--text"),
-        (["engine", "recall", "--text", "  "], "--text must not be empty"),
-        (["engine", "recall", "--text", "x", "--context", "tokens"], "token=N window=N"),
-        (["engine", "recall", "--text", "x", "--context", "window=big"], "whole number"),
-        (["engine", "init", "--session", ""], "--session must not be empty"),
+        (["engine"], "required", 2),
+        (["engine", "bogus"], "invalid choice", 2),
+        (["engine", "compress"], "--input", 2),
+        (["engine", "compress", "--input", "{conv}", "--window", "abc"], "invalid int value", 2),
+        (["engine", "compress", "--input", "{missing}"], "cannot read", 1),
+        (["engine", "compress", "--input", "{bad}"], "invalid JSON", 1),
+        (["engine", "compress", "--input", "{wrong}"], "messages[0].role", 1),
+        (["engine", "compress", "--input", "{nopct}"], "--used-percent is required", 2),
+        (["engine", "compress", "--input", "{conv}", "--used-percent", "140"], "within 0..100", 2),
+        (["engine", "compress", "--input", "{conv}", "--window", "0"], "--window must be", 2),
+        (["engine", "recall"], "--text", 2),
+        (["engine", "recall", "--text", "  "], "--text must not be empty", 2),
+        (["engine", "recall", "--text", "x", "--context", "tokens"], "token=N window=N", 2),
+        (["engine", "recall", "--text", "x", "--context", "window=big"], "whole number", 2),
+        (["engine", "init", "--session", ""], "--session must not be empty", 2),
     ],
 )
-def test_bad_arguments_exit_1(
-    env: dict[str, Any], capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+def test_bad_arguments_exit_2_and_unusable_input_1(
+    env: dict[str, Any],
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    message: str,
+    code: int,
 ) -> None:
     tmp = env["tmp"]
     files = {
@@ -231,7 +235,7 @@ def test_bad_arguments_exit_1(
     argv = [a.format(**{k: str(v) for k, v in files.items()}) for a in argv]
     if len(argv) > 1:
         argv = [*argv[:2], *env["common"], *argv[2:]]
-    assert _run(argv) == 1
+    assert _run(argv) == code
     assert message in capsys.readouterr().err
 
 

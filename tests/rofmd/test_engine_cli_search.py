@@ -101,5 +101,5 @@ def test_out_of_range_and_refusals(root: Path, capsys: pytest.CaptureFixture[str
     argv = ["engine", "recall", "--memory-root", str(root), "--keywords", " , "]
     assert _run(argv) == 1  # the tool's refusal
     assert capsys.readouterr().out.strip() == texts.RECALL_TOOL_NEED_KEYWORDS
-    assert _run([*argv[:-1], ""]) == 1
+    assert _run([*argv[:-1], ""]) == 2  # a usage error
     assert "--keywords (or --text) must not be empty" in capsys.readouterr().err

@@ -76,5 +76,5 @@ def test_human_output_and_keep(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "archives        10 (291 folders" in out
     assert (keep / "sessions" / "simulate" / "index.json").is_file()
     # a non-empty --keep directory is refused
-    assert _run(["simulate", "--keep", str(keep)]) == 1
+    assert _run(["simulate", "--keep", str(keep)]) == 2
     assert "must be a new or empty directory" in capsys.readouterr().err
