@@ -25,6 +25,8 @@ from typing import Any
 
 import orjson
 
+from rofmd.socket_location import SOCKET_ENV, client_socket_path, default_socket_path
+
 LIGHT_COMMANDS = frozenset({"serve", "status", "reload", "doctor", "demo", "replay"})
 """Commands the parser can be built for without the `engine` and `simulate` ones."""
 
@@ -35,8 +37,6 @@ def _settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _socket_path(args: argparse.Namespace) -> Path:
-    from rofmd.socket_location import client_socket_path
-
     if args.socket_path is not None:
         return Path(args.socket_path)
     return client_socket_path()
@@ -258,6 +258,26 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+SERVE_SETTINGS = (
+    ("ROFMD_STATE_DIR", "$STATE_DIRECTORY (systemd), else $XDG_STATE_HOME/rofmd"),
+    ("ROFMD_MAX_MESSAGE_BYTES", "8388608 (8 MiB)"),
+    ("ROFMD_MAX_PENDING_PER_SESSION", "128"),
+    ("ROFMD_MAX_CONNECTIONS", "256"),
+    ("ROFMD_REQUEST_TIMEOUT", "60 (seconds)"),
+    ("ROFMD_SHUTDOWN_DEADLINE", "10 (seconds)"),
+    ("ROFMD_SESSION_IDLE_SECONDS", "300 (0: never unload)"),
+    ("ROFMD_MAX_LOADED_SESSIONS", "256 (0: no cap)"),
+    ("ROFMD_WATCH_CONFIG", "true"),
+    ("ROFMD_DEBUG_METHODS", "false"),
+)
+"""The settings `serve` has no flag for, with their defaults (a test holds this list to
+`rofmd.settings.DaemonSettings`; written out so `--help` needs no pydantic)."""
+
+SERVE_EPILOG = "settings without a flag (environment variables):\n" + "\n".join(
+    f"  {name:<32}default {default}" for name, default in SERVE_SETTINGS
+)
+
+
 def build_parser(*, full: bool = True) -> argparse.ArgumentParser:
     """The `rofmd` argument parser; ``full=False`` leaves out `engine` and `simulate`
     (for a command line that names another command: see :func:`main`)."""
@@ -268,17 +288,48 @@ def build_parser(*, full: bool = True) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--socket", dest="socket_path", type=Path, help="daemon socket path")
+        p.add_argument(
+            "--socket",
+            dest="socket_path",
+            type=Path,
+            help=f"daemon socket (env {SOCKET_ENV}; default {default_socket_path()})",
+        )
 
-    serve = sub.add_parser("serve", help="run the daemon in the foreground")
+    serve = sub.add_parser(
+        "serve",
+        help="run the daemon in the foreground",
+        epilog=SERVE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     common(serve)
     serve.add_argument(
-        "--config-dir", type=Path, help="directory of config.json / config.local.json"
+        "--config-dir",
+        type=Path,
+        help="directory of config.json / config.local.json (env ROFMD_CONFIG_DIR; "
+        "default $XDG_CONFIG_HOME/rofmd, else ~/.config/rofmd)",
     )
-    serve.add_argument("--memory-root", type=Path, help="memory directory (overrides storage.dir)")
-    serve.add_argument("--sessions-dir", type=Path, help="DSH session logs to tail")
-    serve.add_argument("--log-format", choices=("json", "console", "auto"))
-    serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+    serve.add_argument(
+        "--memory-root",
+        type=Path,
+        help="memory directory (env ROFMD_MEMORY_ROOT; default: where the config's "
+        "storage.dir points, relative to ROFMD_STATE_DIR)",
+    )
+    serve.add_argument(
+        "--sessions-dir",
+        type=Path,
+        help="DSH session logs (env ROFMD_SESSIONS_DIR; default $DSH_HOME/sessions, else "
+        "~/.dsh/sessions)",
+    )
+    serve.add_argument(
+        "--log-format",
+        choices=("json", "console", "auto"),
+        help="env ROFMD_LOG_FORMAT; default auto: console on a terminal, JSON lines otherwise",
+    )
+    serve.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        help="env ROFMD_LOG_LEVEL; default info",
+    )
     serve.add_argument(
         "--demo",
         action="store_true",
