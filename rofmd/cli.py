@@ -27,7 +27,9 @@ import orjson
 
 from rofmd.socket_location import SOCKET_ENV, client_socket_path, default_socket_path
 
-LIGHT_COMMANDS = frozenset({"serve", "status", "reload", "doctor", "demo", "replay"})
+LIGHT_COMMANDS = frozenset(
+    {"serve", "status", "reload", "doctor", "demo", "replay", "install-service"}
+)
 """Commands the parser can be built for without the `engine` and `simulate` ones."""
 
 
@@ -370,6 +372,10 @@ def build_parser(*, full: bool = True) -> argparse.ArgumentParser:
     replay.add_argument("--no-score", action="store_true", help="leave the task block unanswered")
     replay.add_argument("--json", action="store_true", help="machine-readable output")
     replay.set_defaults(func=cmd_replay)
+
+    from rofmd.service_install import add_install_service_parser
+
+    add_install_service_parser(sub)
 
     if full:
         from rofmd.engine_cli import add_engine_parser

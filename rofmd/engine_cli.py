@@ -570,8 +570,6 @@ def _guard(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Name
     return run
 
 
-
-
 def _common(p: argparse.ArgumentParser, *, session_help: str) -> None:
     p.add_argument("--memory-root", type=Path, help="memory directory (default: the daemon's)")
     p.add_argument("--session", help=session_help)
