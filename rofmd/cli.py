@@ -128,6 +128,15 @@ def cmd_status(args: argparse.Namespace) -> int:
         caps = ", ".join(client.get("capabilities") or []) or "none"
         lines.append(f"client       {name}  (pid {client.get('pid')}; capabilities {caps})")
     lines.extend(damage_lines(result))
+    # what would otherwise only show with --json: config values that fell back to a
+    # default, and telemetry that could not be written
+    lines.extend(f"config warn  {w}" for w in cfg.get("warnings") or [])
+    stats_error = result.get("lastStatsError")
+    if stats_error:
+        lines.append(
+            f"telemetry    {result.get('statsFailures')} record(s) not written; last: "
+            f"{stats_error.get('error')} (session {stats_error.get('session')})"
+        )
     print("\n".join(lines))
     return 0
 
