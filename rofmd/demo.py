@@ -25,6 +25,7 @@ from engine.heuristic import DEFAULT_WEIGHTS, heuristic_score
 from engine.keywords import extract_keywords
 from rofmd.client import RofmdClient
 from rofmd.demo_script import MINUTE_MS, START_MS, Script, demo_script
+from rofmd.executable import rofmd_command
 from rofmd.hostsim import HostSim
 
 DEMO_SESSION = "demo-session"
@@ -285,8 +286,8 @@ async def demo_on_running_daemon(socket: Path, out: TextIO = sys.stdout) -> None
             result = await play(client, demo_script(), media, session_id)
         render(result, out)
         out.write(
-            f"\nthe daemon keeps serving on {socket}; try `rofmd status` in another terminal, "
-            "Ctrl-C to stop\n"
+            f"\nthe daemon keeps serving on {socket}; try `{rofmd_command()} status` in another "
+            "terminal, Ctrl-C to stop\n"
         )
         out.flush()
     except Exception:  # noqa: BLE001 - the demo must never take the daemon down

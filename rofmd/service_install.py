@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -32,6 +31,8 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 import orjson
+
+from rofmd.executable import rofmd_executable
 
 __all__ = ["NOTIFY_RELOAD_SINCE", "Plan", "add_install_service_parser", "plan_install"]
 
@@ -49,16 +50,6 @@ def shipped_dir() -> Path:
     here = Path(__file__).resolve().parent
     bundled = here / "systemd"
     return bundled if bundled.is_dir() else here.parent / "systemd"
-
-
-def rofmd_executable() -> Path:
-    """The `rofmd` script of the interpreter running this command (a virtualenv's or
-    pipx's bin/), else the one on PATH, else this command's own path."""
-    beside = Path(sys.executable).parent / "rofmd"
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return beside.absolute()
-    found = shutil.which("rofmd")
-    return Path(found).absolute() if found else Path(sys.argv[0]).absolute()
 
 
 def systemd_version() -> int | None:

@@ -11,11 +11,11 @@ import orjson
 import pytest
 
 from rofmd.cli import main
+from rofmd.executable import rofmd_executable
 from rofmd.service_install import (
     NOTIFY_RELOAD_SINCE,
     plan_install,
     render_service,
-    rofmd_executable,
     shipped_dir,
 )
 
@@ -128,3 +128,14 @@ def test_system_units_and_launchd(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert doc["Sockets"]["Listeners"]["SockPathName"] == str(
         home / "Library" / "Application Support" / "rofmd" / "rofmd.sock"
     )
+
+
+def test_the_hint_names_a_command_that_works_here(tmp_path: Path) -> None:
+    from rofmd.executable import rofmd_command
+
+    exe = rofmd_executable()
+    # from the directory holding the virtualenv: a relative path (what `make run` needs)
+    assert rofmd_command(exe.parent.parent.parent) == str(exe.relative_to(exe.parents[2]))
+    # from elsewhere: the absolute path, unless PATH finds this very script
+    other = rofmd_command(tmp_path)
+    assert other in ("rofmd", str(exe))
