@@ -39,6 +39,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from engine.charclass import is_cjk_char
+
 
 def _words(blob: str) -> frozenset[str]:
     """A whitespace-separated word list as a frozenset (keeps the tables readable)."""
@@ -134,8 +136,6 @@ class StopwordTable:
 
 
 def _has_cjk(term: str) -> bool:
-    from engine.tokenizer import is_cjk_char  # local import: tokenizer imports this module
-
     return any(is_cjk_char(c) for c in term)
 
 

@@ -39,6 +39,10 @@ import re
 import unicodedata
 from typing import Final
 
+from engine.charclass import CJK_CLASS as CJK_CLASS
+from engine.charclass import LATIN_WORD_CLASS as LATIN_WORD_CLASS
+from engine.charclass import is_cjk_char as is_cjk_char
+from engine.charclass import is_latin_word_char as is_latin_word_char
 from engine.stopwords import StopwordTable, stopword_table
 
 MIN_TERM_CHARS: Final = 2
@@ -46,18 +50,6 @@ MAX_CJK_TERM_CHARS: Final = 8
 CJK_CHUNK_CHARS: Final = 4
 MAX_LATIN_TERM_CHARS: Final = 64
 
-#: Han (BMP + supplementary ideographs, compatibility), kana, hangul, iteration mark 々.
-CJK_CLASS: Final = (
-    "\u3005\u3007\u3040-\u309f\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
-    "\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f"
-)
-#: Characters that make up a Latin-ish word; also the "word boundary" class for matching.
-LATIN_WORD_CLASS: Final = (
-    "0-9A-Za-z_\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u0370-\u03ff\u0400-\u04ff"
-)
-
-_CJK_CHAR = re.compile(f"[{CJK_CLASS}]")
-_LATIN_WORD_CHAR = re.compile(f"[{LATIN_WORD_CLASS}]")
 _SCAN = re.compile(
     rf"(?P<lat>[{LATIN_WORD_CLASS}]+(?:[.\-][{LATIN_WORD_CLASS}]+)*(?:\+\+|#|(?<=[0-9])%)?)"
     rf"|(?P<cjk>[{CJK_CLASS}]+)"
@@ -69,16 +61,6 @@ _SURROGATE_PAIR = re.compile("([\ud800-\udbff])([\udc00-\udfff])")
 _DELETE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e"))
 _BLANK = dict.fromkeys([*range(0x00, 0x20), 0x7F], " ")
 _CLEAN: Final[dict[int, str | None]] = {**_DELETE, **_BLANK}
-
-
-def is_cjk_char(ch: str) -> bool:
-    """True for one Han/kana/hangul code point (the characters that need segmentation)."""
-    return _CJK_CHAR.match(ch) is not None
-
-
-def is_latin_word_char(ch: str) -> bool:
-    """True for one character that belongs to a Latin-ish word (letter, digit, ``_``)."""
-    return _LATIN_WORD_CHAR.match(ch) is not None
 
 
 def fix_surrogates(text: str) -> str:
