@@ -570,8 +570,8 @@ RECALL_TOOL_WARN_LIMIT = "limit={given} 超出 1..20，已按 {used} 处理。"
 RECALL_TOOL_WARN_OFFSET = "offset={given} 超出 0..10000，已按 {used} 处理。"
 RECALL_TOOL_WARN_NOT_INTEGER = "{field}={given} 不是整数，已按 {used} 处理。"
 RECALL_TOOL_WARN_UNSUPPORTED = (
-    "暂不支持 {params} 参数（时间 / 事件 / 标签检索尚未实现），本次只按 keywords 检索；"
-    "可以把相关的时间、事件、地点或人物写进 keywords。"
+    "暂不支持 {params} 参数（时间检索尚未实现），本次只按 keywords 检索；"
+    "可以把相关的时间写进 keywords。"
 )
 RECALL_TOOL_WARN_FILTERS_ONLY = (
     "只给了 {params}、没有 keywords：这些参数暂不支持，本次不返回记忆（不会浏览全库）；"
@@ -581,6 +581,7 @@ RECALL_TOOL_WARN_FILTERS_ONLY = (
 reference does for time.mode / event.mode 'off': "忽略…参数(会返回提示)", and v1.4.1's
 time-only call that returns nothing rather than the whole store)."""
 RECALL_TOOL_PARAM_SEPARATOR = " / "
+RECALL_TOOL_WARN_LABELS = "{field}={given} 不是字符串或字符串数组，已忽略。"
 RECALL_TOOL_WARN_NOT_BOOLEAN = (
     "assistantSaid={given} 不是 true/false，已按省略处理（由本轮用户消息的引用句式自动判断）。"
 )
@@ -596,6 +597,126 @@ RECALL_TOOL_ASSISTANT_PARAM = (
 """The assistantSaid hint of §1.3 "返回" (引用句式时), after the count line: rule 4's words
 (§1.13.6) with what the channel found."""
 RECALL_TOOL_WARN_LEGACY_OFFSET = "recall.mode=legacy 不支持 offset 分页，本次已忽略 offset。"
+
+# Event constraint (§1.12 四态, §1.3 "事件约束"). The exact line and the ask-user sentence
+# are the reference's words; the other lines say what its table lists for each state.
+RECALL_EVENT_CONSTRAINED = "本次回忆已约束事件：{items}"
+RECALL_EVENT_ITEM = "「{label}」（该事件共 {n} 条记忆）"
+RECALL_EVENT_ITEM_SEPARATOR = "、"
+"""One label gives the reference's line verbatim: 本次回忆已约束事件：「X」（该事件共 N 条记忆）."""
+RECALL_EVENT_AMBIGUOUS = (
+    "事件「{label}」与已有事件高度相似但标签不同，本次不自动合并、不返回记忆。候选事件：{candidates}。"
+    '是同一事件 → 用该标签重试；不是 → 用 event:"空" 取消事件约束。'
+)
+RECALL_EVENT_CANDIDATE = "「{label}」（{n} 条记忆，相似度 {score}）"
+RECALL_EVENT_CANDIDATE_SEPARATOR = "、"
+RECALL_EVENT_ASK_USER = "无法判断时可以先询问用户期望的事件。"
+"""event.askUserHint (§1.12 "歧义时问用户"), after the candidates."""
+RECALL_EVENT_UNKNOWN = (
+    "没有任何记忆带事件「{label}」，本次不返回记忆。可以：① 先用 memory_judge 给相关记忆打上该事件标签；"
+    '② 用 event:"空" 取消事件约束{ask}。'
+)
+RECALL_EVENT_UNKNOWN_ASK = "；③ 询问用户属于哪个事件"
+"""The third option of the unknown state, only with event.askUserHint."""
+RECALL_EVENT_NEAR = (
+    "相近的已有事件（相似度未达 {threshold}，不会自动合并）：{candidates}；如果其中之一就是要找的事件，"
+    "请用该标签重试。"
+)
+"""Unknown, but existing labels share words with it (§6: 同义改写可能低于阈值, the
+candidates still go to the model to judge)."""
+RECALL_EVENT_IGNORED = "事件「{label}」不是已有事件标签，本次只按其余事件约束。"
+RECALL_EVENT_IGNORED_NEAR = (
+    "事件「{label}」不是已有事件标签，本次只按其余事件约束（相近的已有事件：{candidates}）。"
+)
+RECALL_EVENT_INDEX_ONLY = (
+    "事件约束未启用（event.mode=index：只建索引、不约束），本次没有按事件「{labels}」过滤。"
+)
+RECALL_EVENT_OFF = "事件约束已关闭（event.mode=off），已忽略 event / events 参数。"
+RECALL_TOOL_MISS_EVENT = (
+    "关键词命中的记忆都不属于事件「{labels}」，本次没有返回记忆；可以换关键词，"
+    '或用 event:"空" 取消事件约束。'
+)
+"""missType event (§1.12 "关键词/时间命中过、但都不属于该事件"): not a strike."""
+
+# Location / person filters (§1.13.2, §1.14.4): the 标签过滤 line appears only when a
+# filter applied (§1.3 "返回"); the rest says what each state and mode does.
+RECALL_TAG_FILTER = "标签过滤：{items}"
+RECALL_TAG_FILTER_ITEM = "{kind}：{labels}（{n} 条）"
+RECALL_TAG_FILTER_SEPARATOR = " / "
+RECALL_TAG_LABEL_SEPARATOR = "、"
+RECALL_TAG_KIND_NAMES = {"location": "地点", "person": "人物"}
+RECALL_TAG_UNKNOWN_PARTIAL = "{kind}标签「{labels}」没有任何记忆，已忽略（同类其余标签照常过滤）。"
+RECALL_TAG_UNKNOWN_ALL = "{kind}标签「{labels}」没有任何记忆，该类过滤为空，本次不返回记忆。"
+RECALL_TAG_PERSON_ALIAS = "人物可换称呼/别名再试（同类多值为「或」，可一次传入多个称呼）。"
+"""§1.14.4: an unknown person suggests other names of the same person."""
+RECALL_TAG_INDEX_ONLY = (
+    "{kind}过滤未启用（{mode_key}=index：只记录匹配、不约束）：{labels} 共 {n} 条记忆带该标签，"
+    "本次没有按它过滤。"
+)
+RECALL_TAG_OFF = "{kind}过滤已关闭（{mode_key}=off），已忽略 {param} 参数。"
+RECALL_TOOL_MISS_TAG = (
+    "关键词命中的记忆都不带所给的地点/人物标签，本次没有返回记忆；可以换关键词或标签"
+    "（人物可换称呼/别名）再试。"
+)
+"""missType tag (§1.13.2): not a strike."""
+RECALL_TOOL_BROWSE = "没有 keywords：按约束列出其中全部记忆（按事件时间从早到晚）。"
+"""A call with constraints and no keywords lists what they allow (mode browse)."""
+
+
+# ---- time (reference §1.10 时间辅助, §1.13.2 时间标签, §1.3 "返回") -------------------
+# The window line is the reference's form, 时间范围：…（日粒度 · 已放宽到 ±1 天）, and the
+# browse warning carries its quoted words 纯时间浏览需要 time.mode='constrain' (§1.10 v1.4.1);
+# the reference lists what the other lines and warnings say, not their wording.
+
+TIME_LINE = "时间范围：{window}（{granularity}{note}）"
+TIME_WINDOW_RANGE = "{first} ~ {last}"
+TIME_GRANULARITY = {"day": "日粒度", "month": "月粒度", "year": "年粒度", "range": "日粒度"}
+TIME_NOTE_SEPARATOR = " · "
+TIME_WIDENED = {
+    "day3": "已放宽到 ±{k} 天",
+    "month": "已放宽到整月",
+    "year": "已放宽到整年",
+    "all": "已放宽到全部时间",
+}
+TIME_WIDENED_DAYS = "已放宽到 {n} 天"
+"""day3 with an even `time.minRangeDays` (no ±k form)."""
+TIME_NOTE_EXPLICIT = "显式范围，不自动放宽"
+TIME_NOTE_INDEX = "未约束：time.mode=index"
+TIME_MISS = "关键词命中的记忆都不在时间范围 {window} 内，本次没有返回记忆。"
+TIME_MISS_EXPLICIT = "这个时间范围确实没有与关键词相关的记忆（显式范围不自动放宽）。"
+TIME_MISS_ASK = "可以先向用户询问期望的时间范围再重试。"
+"""missType time (§1.10 区分“时间错”与“关键词错”): not a strike; time.askUserHint adds the
+question hint."""
+TIME_EMPTY = "时间范围 {window} 内没有已评分的记忆。"
+TIME_INDEX_ONLY = (
+    "time.mode=index：时间参数只建索引、不约束结果（需要 time.mode='constrain' 才按时间过滤）。"
+)
+TIME_OFF = "time.mode=off：时间辅助已关闭，本次忽略 {params} 参数。"
+TIME_BROWSE_NEEDS_CONSTRAIN = (
+    "纯时间浏览需要 time.mode='constrain'（当前 time.mode={mode}）：本次不返回记忆（不会浏览全库）；"
+    "请给出 keywords 再检索。"
+)
+TIME_NOTHING_TO_BROWSE = "时间参数无法使用，又没有 keywords：本次不返回记忆（不会浏览全库）。"
+TIME_WARN_INVALID = "{field}={given} 不是可识别的时间（'2026-10-31' / '2026-10' / '2026' / epoch 毫秒），已按不约束时间处理。"
+TIME_WARN_SECONDS = "{field}={given} 像是 epoch 秒：时间参数需要 epoch 毫秒（或 '2026-10-31' 这类日期），已按不约束时间处理。"
+TIME_WARN_GRANULARITY = "granularity={given} 不是 day / month / year，已按书写格式推断。"
+TIME_WARN_SWAPPED = "timeFrom 晚于 timeTo，已自动对调。"
+TIME_WARN_MIN_RANGE = "时间跨度不足 {n} 天，已以中心扩到 {n} 天（{first} ~ {last}）。"
+TIME_WARN_CAPPED = "时间跨度超过 {max} 天，已截断到 {max} 天（{first} ~ {last}）。"
+TIME_WARN_FUTURE = "时间范围伸到了未来，已钳制到现在（{today}）。"
+TIME_WARN_TEXT_TYPE = "timeText={given} 不是字符串，已忽略。"
+
+TIME_TAG_LINE = "时间标签：「{text}」= {windows}（{n} 条）"
+TIME_TAG_WINDOW_SEPARATOR = "、"
+TIME_TAG_MISS = "关键词命中的记忆都没有落在「{text}」（{windows}）的时间标签，本次没有返回记忆。"
+"""missType time-tag (§1.13.2): not a strike."""
+TIME_TAG_EMPTY = "没有已评分的记忆带落在「{text}」（{windows}）的时间标签。"
+TIME_TAG_UNRECOGNISED = "timeText=「{text}」里没有可识别的模糊时间（如「昨天」「下周二」「上个月」），本次不按时间标签筛选。"
+TIME_TAG_INDEX_ONLY = (
+    "时间标签过滤未启用（timeTag.mode=index：只记录匹配、不约束）：「{text}」共 {n} 条记忆带该时间标签，"
+    "本次没有按它过滤。"
+)
+TIME_TAG_OFF = "时间标签过滤已关闭（timeTag.mode=off），已忽略 timeText 参数。"
 
 
 # ---- memory_image (reference "工具 memory_image", §1.7) -----------------------------
@@ -653,3 +774,74 @@ IMAGE_WARN_QUERY_TERMS = "query 有 {n} 个词，只用了前 {max} 个。"
 IMAGE_WARN_UNKNOWN_ARGUMENT = (
     "memory_image 没有参数 {names}，已忽略（可用 query / memoryId / name / limit）。"
 )
+
+
+# ---- secrets (beyond the reference; README "Secrets") -------------------------------
+
+SECRET_PLACEHOLDER = "[secret:{kind}]"
+"""What a secret value becomes in archived text (``secrets.mode = "redact"``)."""
+SECRET_PLACEHOLDER_TAGGED = "[secret:{kind} …{tag}]"
+"""The same for a machine-made random value: ``tag`` is 16 bits of a hash of it, enough
+to tell two keys apart, too little to find one (``engine.secrets.redact``)."""
+SECRET_DROPPED_NOTE = "（已移除 {n} 处疑似机密内容，原值不归档）"
+"""The note that ends an archived message whose secrets were dropped (``secrets.mode =
+"drop"``); free of the words the detector keys on, so it never redacts itself."""
+RECALL_TOOL_SECRET_QUERY = (
+    "未检索：keywords 看起来包含机密值（API 密钥、口令或令牌一类），记忆不按机密值检索。"
+    "请改用描述它的词（服务名、用途、配置项名）再试。"
+)
+"""memory_recall refuses to look a memory up by a secret's value (isError)."""
+
+
+# ---- memory_forget / memory_control (beyond the reference; README "Forgetting") ------
+
+FORGET_DESCRIPTION = (
+    "让用户掌控哪些内容被记住：用户要求忘掉某段记忆时调用。action=suppress（默认）：本会话以后不再回忆它"
+    "（自动回忆与 memory_recall 都不会再返回），原文仍保留在磁盘上；action=delete：把它从磁盘、索引和回忆块中"
+    "彻底删除，无法恢复，只在用户明确要求删除时使用。用 recalled 指回忆块里的「回忆 N」编号，或用 ids 给记忆 id；"
+    "不确定是哪条时先只给 keywords 预览候选（不做任何修改），再用返回的 id 调用。"
+)
+FORGET_PARAM_IDS = "要忘掉的记忆 id（mem-…，可多个）"
+FORGET_PARAM_RECALLED = "要忘掉的回忆块条目编号（回忆块里「### 回忆 N」的 N，可多个）"
+FORGET_PARAM_KEYWORDS = "只预览：按关键词列出候选记忆及其 id，不做任何修改"
+FORGET_PARAM_ACTION = "'suppress'（默认，本会话不再回忆，保留原文）/ 'delete'（彻底删除）"
+
+FORGET_SUPPRESSED = "已在本会话屏蔽 {n} 条记忆（{items}）：之后不会再被回忆，原文仍保留在磁盘上。"
+FORGET_DELETED = "已彻底删除 {n} 条记忆（{items}）：已从磁盘、索引和回忆块中移除。"
+FORGET_ITEM = "{id}「{title}」"
+FORGET_ITEM_SEPARATOR = "、"
+FORGET_ALREADY = "{ids} 此前已屏蔽，无需重复。"
+FORGET_BLOCK_UPDATED = "当前回忆块已同步移除其中 {n} 条。"
+FORGET_UNKNOWN = "以下 id 不是当前会话的记忆（未知 id 或其它会话的 id），已忽略：{ids}。"
+FORGET_BAD_RECALLED = "回忆块里没有编号为 {numbers} 的回忆，已忽略。"
+FORGET_NOTHING = "没有可处理的记忆，没有做任何修改。"
+FORGET_PREVIEW_HEADING = "与关键词「{keywords}」相关的记忆（尚未做任何修改）："
+FORGET_PREVIEW_ITEM = "{n}. id={id} · {date} · 标题：{title}\n   {snippet}"
+FORGET_PREVIEW_HINT = (
+    "确认是哪条后，用 ids 再调用 memory_forget（action=suppress 屏蔽，action=delete 删除）。"
+)
+FORGET_PREVIEW_NONE = "没有找到与关键词「{keywords}」相关的记忆，没有做任何修改。"
+FORGET_PREVIEW_SNIPPET_CHARS = 80
+FORGET_NEED_TARGET = "memory_forget 需要 ids（记忆 id）、recalled（回忆块里的「回忆 N」编号）或 keywords（先预览候选）之一。"
+FORGET_BAD_ARGUMENTS = "memory_forget 参数有误：{problems}。"
+FORGET_ARG_ACTION = "action 只能是 suppress 或 delete"
+FORGET_ARG_IDS = "ids 必须是字符串数组"
+FORGET_ARG_RECALLED = "recalled 必须是正整数数组"
+FORGET_ARG_KEYWORDS = "keywords 必须是字符串"
+FORGET_ARG_SEPARATOR = "；"
+FORGET_DELETE_FAILED = "删除没有完成（{reason}），记忆保持原样，可稍后重试。"
+
+CONTROL_DESCRIPTION = (
+    "暂停或恢复本会话的自动回忆注入：用户说「先别用记忆」「不要再把旧对话加回来」时用 recall=pause，之后系统提示词里"
+    "不再出现「记忆回忆」区块，用户消息也不再触发自动回忆（归档照常，memory_recall 仍可主动检索）；用户要求恢复时"
+    "用 recall=resume。暂停状态按会话保存，重启后仍然有效。"
+)
+CONTROL_PARAM_RECALL = "'pause'（暂停本会话的自动回忆注入）/ 'resume'（恢复）"
+CONTROL_PAUSED = (
+    "已暂停本会话的自动回忆：回忆块已从系统提示词移除，用户消息不再触发自动回忆；归档照常进行，需要时仍可用"
+    " memory_recall 主动检索。恢复请调用 memory_control（recall=resume）。"
+)
+CONTROL_RESUMED = "已恢复本会话的自动回忆：从下一条用户消息起照常自动回忆。"
+CONTROL_ALREADY_PAUSED = "本会话的自动回忆已处于暂停状态，无需重复。"
+CONTROL_ALREADY_ON = "本会话的自动回忆本来就是开启的。"
+CONTROL_NEED = "memory_control 需要 recall：pause（暂停自动回忆注入）或 resume（恢复）。"

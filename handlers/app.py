@@ -46,11 +46,15 @@ class App:
         info: DaemonInfo,
         *,
         debug_methods: bool = False,
+        passive_scope: str = "all",
     ) -> None:
         self.config = config
         self.paths = paths
         self.info = info
         self.debug_methods = debug_methods
+        # which sessions `session/event` and the session-log tailer archive passively
+        # (handlers.passive): "all", "channel" (QQ channel sessions) or "off"
+        self.passive_scope = passive_scope
         self.sessions = SessionRegistry(
             self.memory_root, lambda: bool(self.config.config.storage.per_session)
         )

@@ -32,7 +32,9 @@ import structlog
 from engine.config import MemoryConfig
 from engine.recall import RecallState, RoundOutcome, analyze_query, run_round
 from engine.recall.assistant_said import message_query_info
+from engine.secrets.redact import query_text
 from handlers.context import RequestContext
+from handlers.forget import ensure_hygiene
 from handlers.params import Message, Millis, SafeInt, Session, TokenCount, Wire
 from handlers.recall_state import (
     candidate_index,
@@ -112,7 +114,8 @@ def trigger_text(message: Mapping[str, Any], session: Session, cfg: MemoryConfig
         return None
     if not is_user_message(message, cfg):
         return None
-    text = message_text(message).strip()
+    # nobody looks a memory up by a secret's value, nor shows it in the block
+    text = query_text(message_text(message), cfg.secrets.mode).strip()
     return text or None
 
 
@@ -138,6 +141,7 @@ async def agent_inbox_inserted(
         text is not None
         and ctx.connection.capability("systemPrompt")
         and not rs.seen_message(message_id)
+        and not (await ensure_hygiene(state)).paused  # memory_control: injection paused
     ):
         outcome = await _recall(app, state, rs, cfg, text, params, message_id, ctx)
         recalled = outcome.recalled

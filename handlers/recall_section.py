@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from handlers.context import RequestContext
+from handlers.forget import ensure_hygiene
 from handlers.recall_state import ensure_recall_state
 
 if TYPE_CHECKING:
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 async def recall_section_text(app: App, state: SessionState, ctx: RequestContext) -> str:
     """The section text for this session now; empty renders nothing."""
     if not app.config.config.recall.enabled:
+        return ""
+    if (await ensure_hygiene(state)).paused:  # memory_control: the block is kept, not shown
         return ""
     rs = await ensure_recall_state(app, state)
     return rs.block

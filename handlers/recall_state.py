@@ -29,8 +29,11 @@ from engine.recall import (
     prepare_state,
     read_state_file,
 )
+from engine.recall.hygiene import visible_entries
 from engine.relevance.folder_text import synced_index
 from engine.relevance.index import RelevanceIndex
+from engine.timeexpr.index import TimeIndex
+from handlers.forget import hygiene_of
 from handlers.relevance_snapshots import after_sync, before_load, note_loaded
 
 if TYPE_CHECKING:
@@ -74,17 +77,58 @@ def candidate_index(state: SessionState, cfg: MemoryConfig) -> CandidateIndex:
     other parameters rebuild it.
     """
     store = state.store
+    # suppressed memories are never candidates (README "Forgetting"); a suppression drops
+    # the cached index (handlers.tool_forget), so the key needs no part of its own
+    hidden = hygiene_of(state).hidden()
     key = (id(store), store.version, index_params(cfg))
     cached = state.recall_index
     if isinstance(cached, CandidateIndex) and cached.version == key:
         return cached
     # never leave a half-updated index in the cache if the update raises
     state.recall_index = None
-    if isinstance(cached, CandidateIndex) and cached.update(store.index, cfg, key):
+    entries = visible_entries(store.index, hidden)
+    if isinstance(cached, CandidateIndex) and cached.update(entries, cfg, key):
         index = cached
     else:
-        index = CandidateIndex(store.index, cfg, key)
+        index = CandidateIndex(entries, cfg, key)
     state.recall_index = index
+    return index
+
+
+def time_index(state: SessionState, cfg: MemoryConfig) -> TimeIndex | None:
+    """The session's time index for the store's current version (blocking; call in a
+    thread), or None when `time.mode` and `timeTag.mode` are both off (no index: §3.0.6).
+
+    Built once, then brought up to date in place on every store change (an archive, a
+    judge, a rollback: `TimeIndex.update`); a new timezone, the tags switched on or off,
+    or another scan limit rebuild it."""
+    if cfg.time.mode == "off" and cfg.time_tag.mode == "off":
+        state.time_index = None
+        return None
+    store = state.store
+    params = (cfg.time.timezone, cfg.time_tag.mode != "off")
+    cached = state.time_index
+    state.time_index = None  # never leave a half-updated index in the cache
+    key = (id(store), store.version)
+    if (
+        isinstance(cached, TimeIndex)
+        and cached.params == params
+        and cached.scan_max == max(1, cfg.time.window_scan_max)
+        and cached.version is not None
+        and cached.version[0] == key[0]
+    ):
+        if cached.version != key:
+            cached.update(store.index, key)
+        index = cached
+    else:
+        index = TimeIndex(
+            store.index,
+            params[0],
+            with_tags=params[1],
+            scan_max=cfg.time.window_scan_max,
+            version=key,
+        )
+    state.time_index = index
     return index
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from handlers import pre_step, session_methods, system
+from handlers import passive, pre_step, session_methods, system
 from handlers.app import App
 from handlers.context import RequestContext
 from handlers.inbox import InboxParams, agent_inbox_inserted
@@ -59,6 +59,7 @@ _METHODS: dict[str, Method] = {
         Method("agent/pre-step", pre_step.PreStepParams, pre_step.pre_step, listener=True),
         Method("archive/commit", pre_step.ArchiveCommitParams, pre_step.archive_commit),
         Method("archive/abort", pre_step.ArchiveAbortParams, pre_step.archive_abort),
+        Method("session/event", passive.SessionEventParams, passive.session_event, listener=True),
         Method("debug/sleep", SleepParams, system.debug_sleep, needs_enabled=False, debug=True),
     )
 }
@@ -77,8 +78,11 @@ def method_names(*, debug_methods: bool) -> list[str]:
     return sorted(n for n, m in _METHODS.items() if debug_methods or not m.debug)
 
 
-def listeners() -> list[str]:
-    """Host events the bridge must forward to this daemon, in the protocol's order."""
+def listeners(app: App | None = None) -> list[str]:
+    """Host events the bridge must forward to this daemon, in the protocol's order;
+    `session/event` only while passive archiving is on (``app.passive_scope``)."""
     order = ["agent/inbox/inserted", "agent/pre-step", "agent/disposed", "session/event"]
     present = {n for n, m in _METHODS.items() if m.listener}
+    if app is not None and app.passive_scope == "off":
+        present.discard("session/event")
     return [n for n in order if n in present] + sorted(present - set(order))

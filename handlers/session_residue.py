@@ -44,10 +44,12 @@ CARRIED = frozenset(
 )
 """`SessionState` fields the residue keeps (with `archive`'s in-memory guards, and
 `recall` when it lives in memory only: `recall.persistInjected` false)."""
-RELOADED = frozenset({"key", "store", "load_report", "archive", "recall"})
+RELOADED = frozenset({"key", "store", "load_report", "archive", "recall", "hygiene"})
 """Fields reopening reads back from disk (the store's recovery, `ArchiveState.load`,
-`recall-state.json` on first use)."""
-REBUILT = frozenset({"recall_index", "relevance_index", "scoring_texts", "scoring_fake_window"})
+`recall-state.json` and `memory-control.json` on first use)."""
+REBUILT = frozenset(
+    {"recall_index", "relevance_index", "time_index", "scoring_texts", "scoring_fake_window"}
+)
 """Caches derived from the store, rebuilt on first use as a fresh build gives them."""
 
 

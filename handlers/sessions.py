@@ -83,6 +83,9 @@ class SessionState:
     # last context window the host reported (caps the block at recall.maxWindowPercent).
     recall_index: Any = None
     relevance_index: Any = None
+    # memory_recall's time index (handlers.recall_state.time_index; per store version and
+    # timezone, engine.timeexpr.index)
+    time_index: Any = None
     # The host's context window (effective: compress.contextWindowTokens wins) and the
     # turn of the last pre-step; both set by handlers.pre_step.
     context_window: int | None = None
@@ -102,6 +105,8 @@ class SessionState:
     # memory_recall's consecutive keyword misses in the current turn (handlers.tool_recall;
     # reset by the next real user message in handlers.inbox, carried across an eviction).
     recall_strikes: RecallStrikes = field(default_factory=RecallStrikes)
+    # memory-control.json: suppressed memories and the recall pause (handlers.forget).
+    hygiene: Any = None
 
     def request_new_series(self) -> None:
         """Ask the host, in the next answer with sections, to start a new request series."""

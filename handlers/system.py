@@ -10,6 +10,7 @@ from handlers.app import App
 from handlers.context import RequestContext
 from handlers.damage import damage_status
 from handlers.errors import HandlerError
+from handlers.forget import memory_control_status
 from handlers.params import InitializeParams, NoParams, OptionalSessionParams, SleepParams
 from handlers.sections import section_specs
 
@@ -56,7 +57,7 @@ async def initialize(app: App, params: InitializeParams, ctx: RequestContext) ->
 
         result["sections"] = section_specs(conn)
         result["tools"] = tool_schemas(app) if conn.capability("tools") else []
-        result["listeners"] = listeners()
+        result["listeners"] = listeners(app)
     return result
 
 
@@ -94,6 +95,9 @@ async def status(app: App, params: NoParams, ctx: RequestContext) -> dict[str, A
     )
     # per loaded session: what loads repaired, which folders cannot be read (until fixed)
     snap.update(await damage_status(app))
+    # per loaded session: recall injection paused, memories suppressed (memory_control /
+    # memory_forget); only sessions with either
+    snap["memoryControl"] = memory_control_status(app)
     return snap
 
 

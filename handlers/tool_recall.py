@@ -8,6 +8,12 @@ session's candidate and relevance indexes (`engine.recall.search`: the same inde
 inbox's automatic recall uses), reads only the folders it returns and renders them as
 the recall block renders its entries (`engine.recall.search_answer`).
 
+Constraints: `event` / `events` (`engine.recall.events`) and `locations` / `persons`
+(`engine.recall.tags`) are resolved against the session's tag index (kept inside the
+candidate index, so it is current for the same store version) and handed to the search,
+which intersects them with the keywords' candidates. A call with constraints that
+restrict it and no keywords lists what they allow (`engine.recall.browse`).
+
 Writes: an unpaginated call in `fair` / `deterministic` mode records what it showed in
 the recall state (ledger, rotation cursor) and saves `recall-state.json`; a paginated
 call, and every call in `ranked` / `legacy` mode, leaves it untouched. Each call that
@@ -26,6 +32,7 @@ isError until then.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +43,9 @@ from engine import texts
 from engine.config import MemoryConfig
 from engine.recall import CandidateIndex, RecallState
 from engine.recall.assistant_said import channel_enabled, tool_assistant_query
+from engine.recall.browse import browse
+from engine.recall.constraint import Constraint
+from engine.recall.events import resolve_events
 from engine.recall.fair import Pick
 from engine.recall.query import AssistantQuery
 from engine.recall.search import SearchPage, commit_search, keyword_query, load_entries, search
@@ -48,9 +58,16 @@ from engine.recall.search_answer import (
 )
 from engine.recall.search_args import SearchArgs, parse_search_args
 from engine.recall.state import Addition
+from engine.recall.tags import resolve_tags
+from engine.recall.time_filter import plan_time, widen
 from engine.store import CorruptFolder
 from handlers.context import RequestContext
-from handlers.recall_state import candidate_index, ensure_recall_state, relevance_index
+from handlers.recall_state import (
+    candidate_index,
+    ensure_recall_state,
+    relevance_index,
+    time_index,
+)
 from handlers.tools import Tool, ToolCallParams, ToolResult, string_list_schema
 
 if TYPE_CHECKING:
@@ -103,6 +120,7 @@ class _Searched:
     index: CandidateIndex | None = None
     entries: list[tuple[Pick, Addition]] = field(default_factory=list)
     unreadable: list[CorruptFolder] = field(default_factory=list)
+    constraints: list[Constraint] = field(default_factory=list)
 
 
 def _assistant(rs: RecallState, args: SearchArgs, cfg: MemoryConfig) -> AssistantQuery | None:
@@ -119,25 +137,74 @@ def _search(
     rs: RecallState,
     args: SearchArgs,
     assistant: AssistantQuery | None,
+    now_ms: int,
 ) -> _Searched:
     """Select and read (blocking; in a worker thread). Changes nothing."""
     cfg = app.config.config
-    if not args.keywords and (assistant is None or not assistant.keys):
-        return _Searched(None)  # filters only: nothing to search with
     index = candidate_index(state, cfg)
+    constraints = constraints_of(args, index, cfg)
+    keywordless = not args.keywords and (assistant is None or not assistant.keys)
+    restricting = any(c.allowed is not None or c.stop for c in constraints)
+    timed = None
+    if args.has_time:  # the window's levels are tried in turn (engine.recall.time_filter)
+        timed = plan_time(
+            args,
+            time_index(state, cfg),
+            cfg,
+            now_ms=now_ms,
+            keywordless=keywordless,
+            restricted=restricting,
+        )
+    if keywordless:
+        if timed is not None and not timed.browse_refused:
+            listed, kept = widen(
+                timed,
+                lambda cs: browse(
+                    index, [*cs, *constraints], cfg, limit=args.limit, offset=args.offset
+                ),
+                browse=True,
+            )
+            constraints = [*kept, *constraints]
+        elif not restricting:
+            # filters that restrict nothing: nothing to search with
+            kept = timed.constraints(0 if timed.levels else None) if timed is not None else []
+            return _Searched(None, constraints=[*kept, *constraints])
+        else:
+            if timed is not None:
+                constraints = [*timed.constraints(0 if timed.levels else None), *constraints]
+            listed = browse(index, constraints, cfg, limit=args.limit, offset=args.offset)
+        entries, unreadable = load_entries(state.store, listed.picks, cfg)
+        return _Searched(listed, index, entries, unreadable, constraints)
     relevance = relevance_index(state, cfg) if cfg.recall.mode == "ranked" else None
-    page = search(
-        index,
-        rs,
-        keyword_query(args.keywords, cfg, assistant=assistant),
-        cfg,
-        limit=args.limit,
-        offset=args.offset,
-        relevance=relevance,
-        session_key=state.key,
-    )
+    query = keyword_query(args.keywords, cfg, assistant=assistant)
+
+    def run(time_constraints: Sequence[Constraint]) -> SearchPage:
+        return search(
+            index,
+            rs,
+            query,
+            cfg,
+            limit=args.limit,
+            offset=args.offset,
+            relevance=relevance,
+            session_key=state.key,
+            constraints=[*time_constraints, *constraints],
+        )
+
+    if timed is not None:
+        page, kept = widen(timed, run)
+        constraints = [*kept, *constraints]
+    else:
+        page = run(())
     entries, unreadable = load_entries(state.store, page.picks, cfg)
-    return _Searched(page, index, entries, unreadable)
+    return _Searched(page, index, entries, unreadable, constraints)
+
+
+def constraints_of(args: SearchArgs, index: CandidateIndex, cfg: MemoryConfig) -> list[Constraint]:
+    """The call's constraints, in the order the search applies them (event, then
+    tags: the reference filters the event after the time)."""
+    tags = {"location": args.locations, "person": args.persons}
+    return [resolve_events(args.events, index.tags, cfg), resolve_tags(tags, index.tags, cfg)]
 
 
 async def recall_tool(
@@ -165,7 +232,9 @@ async def recall_tool(
     if not args.keywords and args.assistant_said and (assistant is None or not assistant.keys):
         need = render_answer(replace(args, error=texts.RECALL_TOOL_NEED_KEYWORDS), None, [], cfg)
         return ToolResult(need.value, need.text, is_error=True)
-    found = await anyio.to_thread.run_sync(lambda: _search(app, state, rs, args, assistant))
+    found = await anyio.to_thread.run_sync(
+        lambda: _search(app, state, rs, args, assistant, ctx.now_ms)
+    )
     state.damage.note_unreadable(found.unreadable)
     state.damage.note_readable([a.id for _, a in found.entries])
     miss_type = None
@@ -173,7 +242,13 @@ async def recall_tool(
         miss_type = answer_miss_type(found.page, len(found.entries), len(found.unreadable))
         strikes.record(cfg.recall.mode, len(found.entries), miss_type)
     answer: SearchAnswer = render_answer(
-        args, found.page, found.entries, cfg, unreadable=len(found.unreadable), strikes=strikes
+        args,
+        found.page,
+        found.entries,
+        cfg,
+        unreadable=len(found.unreadable),
+        strikes=strikes,
+        constraints=found.constraints,
     )
     if found.page is not None:
         record = search_record(

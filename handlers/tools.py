@@ -89,11 +89,13 @@ class ToolCallParams(Wire):
 
 def _tools() -> dict[str, Tool]:
     """The tool table; tool modules are imported here so each stays self-contained."""
+    from handlers.tool_control import TOOL as MEMORY_CONTROL
+    from handlers.tool_forget import TOOL as MEMORY_FORGET
     from handlers.tool_image import TOOL as MEMORY_IMAGE
     from handlers.tool_judge import TOOL as MEMORY_JUDGE
     from handlers.tool_recall import TOOL as MEMORY_RECALL
 
-    tools: list[Tool] = [MEMORY_JUDGE, MEMORY_RECALL, MEMORY_IMAGE]
+    tools: list[Tool] = [MEMORY_JUDGE, MEMORY_RECALL, MEMORY_IMAGE, MEMORY_FORGET, MEMORY_CONTROL]
     return {t.name: t for t in tools}
 
 

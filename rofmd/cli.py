@@ -3,7 +3,7 @@
 Client commands share `--socket` (else `ROFMD_SOCKET_PATH`, else the protocol's
 default path). Every command that a person might script takes `--json`.
 Exit codes: 0 success, 1 failure (daemon unreachable, a doctor check failed,
-bad input); bad arguments are argparse's 2 (`rofmd engine`: 1).
+unreadable input), 2 usage (argparse's, and our own checks of argument values).
 
 A client command is one short request, so what it imports is most of its cost: this
 module imports only argparse, orjson and the standard library at the top, each
@@ -28,7 +28,16 @@ import orjson
 from rofmd.socket_location import SOCKET_ENV, client_socket_path, default_socket_path
 
 LIGHT_COMMANDS = frozenset(
-    {"serve", "status", "reload", "doctor", "demo", "replay", "install-service"}
+    {
+        "serve",
+        "status",
+        "reload",
+        "doctor",
+        "demo",
+        "replay",
+        "install-service",
+        "repair-session-log",
+    }
 )
 """Commands the parser can be built for without the `engine` and `simulate` ones."""
 
@@ -127,7 +136,15 @@ def cmd_status(args: argparse.Namespace) -> int:
         name = " ".join(str(host.get(k)) for k in ("name", "version") if host.get(k)) or "?"
         caps = ", ".join(client.get("capabilities") or []) or "none"
         lines.append(f"client       {name}  (pid {client.get('pid')}; capabilities {caps})")
+    lines.extend(tailer_lines(result))
     lines.extend(damage_lines(result))
+    for key, control in sorted((result.get("memoryControl") or {}).items()):
+        paused = (
+            f"recall PAUSED since {_utc(control.get('pausedAt'))}"
+            if control.get("recallPaused")
+            else "recall on"
+        )
+        lines.append(f"memory       {key}  {paused}  {control.get('suppressed', 0)} suppressed")
     # what would otherwise only show with --json: config values that fell back to a
     # default, and telemetry that could not be written
     lines.extend(f"config warn  {w}" for w in cfg.get("warnings") or [])
@@ -139,6 +156,26 @@ def cmd_status(args: argparse.Namespace) -> int:
         )
     print("\n".join(lines))
     return 0
+
+
+def tailer_lines(result: dict[str, Any]) -> list[str]:
+    """`status.tailer` for a person: the directory, then one line per session log."""
+    tailer = result.get("tailer") or {}
+    if not tailer.get("enabled"):
+        return [f"tailer       off ({tailer.get('why') or 'not running'})"]
+    state = "watching" if tailer.get("watching") else "waiting for the directory"
+    files = tailer.get("files") or []
+    lines = [
+        f"tailer       {tailer.get('dir')}  {state}  {len(files)} log(s)  lag {tailer.get('lag')} B"
+        + (f"  ERROR {tailer['lastError']}" if tailer.get("lastError") else "")
+    ]
+    for f in files:
+        lines.append(
+            f"  log        {f.get('path')}  session {f.get('session')}  offset {f.get('offset')}"
+            f" of {f.get('size')}  lag {f.get('lag')}  compactions {f.get('compactions')}"
+            + (f"  ERROR {f['lastError']}" if f.get("lastError") else "")
+        )
+    return lines
 
 
 STATUS_FOLDERS_SHOWN = 5
@@ -280,6 +317,7 @@ SERVE_SETTINGS = (
     ("ROFMD_MAX_LOADED_SESSIONS", "256 (0: no cap)"),
     ("ROFMD_WATCH_CONFIG", "true"),
     ("ROFMD_DEBUG_METHODS", "false"),
+    ("ROFMD_PASSIVE_SCOPE", "all (channel: QQ channel sessions only; off: none, no tailer)"),
 )
 """The settings `serve` has no flag for, with their defaults (a test holds this list to
 `rofmd.settings.DaemonSettings`; written out so `--help` needs no pydantic)."""
@@ -385,13 +423,21 @@ def build_parser(*, full: bool = True) -> argparse.ArgumentParser:
     from rofmd.service_install import add_install_service_parser
 
     add_install_service_parser(sub)
+    from rofmd.repair_log_cli import add_repair_parser
+
+    add_repair_parser(sub)
 
     if full:
         from rofmd.engine_cli import add_engine_parser
         from rofmd.simulate import add_simulate_parser
+        from rofmd.time_view_cli import add_time_view_parser
 
         add_engine_parser(sub)
         add_simulate_parser(sub)
+        add_time_view_parser(sub)
+        from rofmd.secrets_cli import add_secrets_parsers
+
+        add_secrets_parsers(sub)
     return parser
 
 

@@ -42,6 +42,7 @@ from rofmd.sockets import (
     peer_allowed,
     peer_credentials,
 )
+from rofmd.tailer import SessionLogTailer
 from rofmd.version import version
 
 log = structlog.get_logger("rofmd")
@@ -86,11 +87,13 @@ class Daemon:
             ),
             self,
             debug_methods=settings.debug_methods,
+            passive_scope=settings.passive_scope,
         )
         # unloaded sessions (dispose, eviction) give their memory back to the OS
         self.memory = MemoryRelease()
         self.app.sessions.on_release = self.memory.request
         self.eviction: SessionEviction | None = None
+        self.tailer: SessionLogTailer | None = None
 
     # ---- DaemonInfo -------------------------------------------------------------
 
@@ -109,8 +112,16 @@ class Daemon:
             "inFlight": d.active if d else 0,
             "queueDepths": d.queue_depths() if d else {},
             "memory": self.memory.status(),
-            "tailer": {"files": []},
+            "tailer": self._tailer_status(),
         }
+
+    def _tailer_status(self) -> dict[str, Any]:
+        if self.tailer is not None:
+            return self.tailer.status()
+        why = "passive_scope is off" if self.settings.passive_scope == "off" else "not running"
+        if not self.app.enabled:
+            why = "memory disabled"
+        return {"enabled": False, "dir": str(self.settings.sessions_dir), "why": why, "files": []}
 
     def _clients(self) -> list[dict[str, Any]]:
         """The initialized connections: who they say they are (`initialize`'s `host`)
@@ -258,6 +269,12 @@ class Daemon:
         ):
             await self.reload("file change")
 
+    async def _run_tailer(self, tailer: SessionLogTailer, done: anyio.Event) -> None:
+        try:
+            await tailer.run()
+        finally:
+            done.set()
+
     async def _watchdog(self) -> None:
         interval = sdnotify.watchdog_interval(self.environ, os.getpid())
         if interval is None:
@@ -303,6 +320,18 @@ class Daemon:
                         max_loaded=self.settings.max_loaded_sessions,
                     )
                     self.dispatcher.on_lane_idle = self.eviction.lane_idle
+                    tailer_done = anyio.Event()
+                    if self.app.enabled and self.settings.passive_scope != "off":
+                        self.tailer = SessionLogTailer(
+                            self.settings.sessions_dir,
+                            self.app,
+                            self.dispatcher,
+                            clock_ms=self.clock_ms,
+                            request_timeout=self.settings.request_timeout,
+                        )
+                        root.start_soon(self._run_tailer, self.tailer, tailer_done)
+                    else:
+                        tailer_done.set()
                     async with anyio.create_task_group() as conns:
                         for listener in self._listeners:
                             conns.start_soon(self._serve_listener, listener, conns)
@@ -325,6 +354,11 @@ class Daemon:
                             root.start_soon(on_ready)
                         await shutdown.wait()
                         self.notifier.stopping()
+                        if self.tailer is not None:
+                            # no new archives from the logs; its read steps end first
+                            self.tailer.stop()
+                            with anyio.move_on_after(self.settings.shutdown_deadline):
+                                await tailer_done.wait()
                         await self._drain(conns)
                     await self.app.shutdown(self.settings.shutdown_deadline)
                     work.cancel_scope.cancel()

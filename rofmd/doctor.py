@@ -59,6 +59,21 @@ def check_config(
     return Check("config", True, detail), build.config
 
 
+def check_inert_keys(settings: DaemonSettings, environ: Mapping[str, str]) -> Check:
+    """No key the user set is one that has no effect (`rofmd.inert_keys`). Always ok:
+    such a key is valid, it only does nothing, so the line warns without failing."""
+    from rofmd.inert_keys import inert_keys_set, user_layers
+
+    try:
+        found = inert_keys_set(user_layers(settings.config_dir, environ))
+    except ConfigFileError:
+        return Check("inert keys", True, "not checked: the config does not load (see above)")
+    if not found:
+        return Check("inert keys", True, "every key set takes effect")
+    listed = "; ".join(f"{key} ({why}; set in {source})" for source, key, why in found)
+    return Check("inert keys", True, f"warning: {len(found)} key(s) set have no effect: {listed}")
+
+
 def check_socket_dir(socket_path: Path) -> Check:
     """The socket directory is ours and private; the socket file is 0600."""
     directory = socket_path.parent
@@ -160,6 +175,7 @@ def run_checks(
     )
     return [
         config_check,
+        check_inert_keys(settings, environ),
         check_socket_dir(settings.socket_path),
         daemon_check(settings.socket_path),
         check_memory_root(root),

@@ -26,6 +26,7 @@ async def private_daemon(work: Path) -> AsyncIterator[DaemonSettings]:
         config_dir=work / "cfg",
         memory_root=work / "memory",
         state_dir=work / "state",
+        sessions_dir=work / "sessions",  # never the user's own DSH session logs
         watch_config=False,
     )
     daemon = Daemon(settings, {"HOME": str(work)})

@@ -59,6 +59,9 @@ class DaemonSettings(BaseSettings):
     memory_root: Path | None = None
     state_dir: Path = Field(default_factory=default_state_dir)
     sessions_dir: Path = Field(default_factory=default_sessions_dir)
+    # Passive archiving (`session/event` and the tailer of `sessions_dir`): every session,
+    # QQ channel sessions only (the reference's behaviour), or off (no tailer either).
+    passive_scope: Literal["all", "channel", "off"] = "all"
     log_format: Literal["json", "console", "auto"] = "auto"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     max_message_bytes: int = Field(default=8 * MIB, ge=1024)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from engine.store import (
     Transaction,
     UnknownTransactionError,
 )
+from engine.timeexpr.tags import time_tag_fields
 
 __all__ = [
     "BeforeWrite",
@@ -75,8 +76,10 @@ def folder_meta(
     archiver_version: str,
     archived_from: str = "adapter",
     score: Mapping[str, Any] | None = None,
+    cfg: MemoryConfig | None = None,
 ) -> FolderMeta:
-    """The ``meta.json`` of a new folder: pending, or scored by ``score`` at creation."""
+    """The ``meta.json`` of a new folder: pending, or scored by ``score`` at creation;
+    with ``cfg``, its time tags (``engine.timeexpr.tags``: `timeTag.mode`, `time.timezone`)."""
     data: dict[str, Any] = {
         "id": folder_id,
         "createdAt": now_ms,
@@ -107,6 +110,8 @@ def folder_meta(
     if folder.event_range is not None:
         data["eventStart"], data["eventEnd"] = folder.event_range
         data["eventTimeSource"] = "messages"
+    if cfg is not None:
+        data.update(time_tag_fields(folder.messages, cfg, default_anchor_ms=now_ms))
     refs = [img.ref for img in folder.images if img.host_path]
     if refs:
         data["images"] = refs
@@ -156,11 +161,14 @@ def commit_plan(
     """
     out = CommitOutcome(ok=True, token=token)
     pending_before = pending_count(store)
+    folders = plan.folders
+    if cfg.time.mode == "off":  # §3.0.6: no event time is captured (meta and telemetry)
+        folders = [replace(f, event_range=None) for f in folders]
     planned: list[tuple[str, PlannedFolder]] = []
     txn: Transaction | None = None
     try:
         with store.transaction(token, max_folders=cfg.storage.max_folders or None) as txn:
-            for folder in plan.folders:
+            for folder in folders:
                 meta = folder_meta(
                     store.new_folder_id(now_ms),
                     folder,
@@ -169,6 +177,7 @@ def commit_plan(
                     archiver_version=archiver_version,
                     archived_from=archived_from,
                     score=scorer(folder) if scorer is not None else None,
+                    cfg=cfg,
                 )
                 images = [(img.name, Path(img.host_path)) for img in folder.images if img.host_path]
                 if txn.add_folder(meta, folder.messages, images):

@@ -9,28 +9,33 @@ pre-step archive nothing twice.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from engine.archive.chunks import ArchMessage, chunk_messages, content_hash, titles
+from engine.archive.chunks import chunk_messages, content_hash, titles
 from engine.archive.cut import CutPlan, effective_window, plan_cut, protected_limit, window_guard
 from engine.archive.images import PlannedImage, plan_images, run_stamp
+from engine.archive.messages import archive_messages
 from engine.archive.note import NoteParts, classify_span, extend_backwards, render_note
 from engine.archive.rearchive import RearchivePlan, plan_rearchive
 from engine.archive.surface import Node, conversation, parse_surface
 from engine.archive.tokens import MESSAGE_OVERHEAD, estimate_text_tokens
-from engine.config.model import MemoryConfig
+from engine.config.model import CompressConfig, MemoryConfig
 from engine.recall_view import AdditionView
+from engine.secrets.redact import Mode
 from engine.store.ids import make_idempotency_key
 
 __all__ = [
+    "FolderSet",
     "Outcome",
     "PlannedFolder",
     "PreStepInput",
     "PreStepPlan",
     "Switches",
     "below_trigger",
+    "plan_folders",
     "plan_pre_step",
     "switch_off_reason",
 ]
@@ -130,6 +135,8 @@ class PreStepPlan:
     total_segments: int = 0
     guarded: bool = False
     """Skipped by a guard (window, hard stop, size): not a pressure episode."""
+    secrets: Counter[str] = field(default_factory=Counter)
+    """Secret values kept out of the folders (``secrets.mode``), by kind."""
     image_paths: tuple[str, ...] = ()
     """Host paths of the images in the archived span, the only ones ``readable_images``
     is consulted for: a caller checks those files only when there are any."""
@@ -159,6 +166,77 @@ def below_trigger(total_tokens: int, host_window: int, cfg: MemoryConfig) -> boo
     is ``below-trigger``, with no warning, whatever the surface (known without it)."""
     window = effective_window(host_window, cfg.compress)
     return window > 0 and total_tokens * 100 / window <= cfg.compress.trigger_percent
+
+
+@dataclass(slots=True)
+class FolderSet:
+    """The folders of one archive run, whether they were chunked into fewer than asked
+    (``compress.maxFoldersPerRun``), and the content hash of what they hold."""
+
+    folders: list[PlannedFolder]
+    capped: bool
+    content_hash: str
+    secrets: Counter[str] = field(default_factory=Counter)
+    """Secret values kept out of the folders (``secrets.mode``), by kind."""
+
+
+def plan_folders(
+    archived_nodes: Sequence[Node],
+    *,
+    session_id: str,
+    turn: int,
+    cfg: CompressConfig,
+    images: Mapping[tuple[int, int], PlannedImage] | None = None,
+    secrets: Mode = "redact",
+) -> FolderSet:
+    """The folders of archived conversation nodes: their readable text (image
+    placeholders named by ``images``, keyed by node position and image index), chunks,
+    titles and idempotency keys. One builder for every path that archives (the
+    pre-step here, the passive path in ``engine.passive``), so a folder is the same
+    whichever path wrote it, and a replay of either keys the same folders. ``secrets``
+    is ``secrets.mode`` (`engine.archive.messages`: no secret value reaches a folder;
+    the default is the safe one)."""
+    images = images or {}
+    archived = archive_messages(
+        archived_nodes, {key: img.name for key, img in images.items()}, secrets
+    )
+    msgs = archived.messages
+    folders: list[PlannedFolder] = []
+    max_folders = max(1, min(cfg.max_folders_per_run, cfg.max_folders_per_step))
+    chunks, capped = chunk_messages(
+        msgs,
+        target_chars=cfg.target_chunk_chars,
+        min_chars=cfg.min_chunk_chars,
+        max_folders=max_folders,
+    )
+    folder_titles = titles(chunks, msgs)
+    digest = content_hash(chunks, msgs)
+    first_seq, last_seq = archived_nodes[0].seq, archived_nodes[-1].seq
+    by_pos_images: dict[int, list[PlannedImage]] = {}
+    for (p, _), img in sorted(images.items()):
+        by_pos_images.setdefault(p, []).append(img)
+    seq_to_pos = {n.seq: n.pos for n in archived_nodes}
+    for ordinal, (chunk, title) in enumerate(zip(chunks, folder_titles, strict=True)):
+        docs = chunk.documents(msgs)
+        folder_images: list[PlannedImage] = []
+        for doc in docs:
+            for img in by_pos_images.get(seq_to_pos[doc["seq"]], []):
+                if img.placeholder in doc["content"] and img not in folder_images:
+                    folder_images.append(img)
+        folders.append(
+            PlannedFolder(
+                ordinal=ordinal,
+                title=title,
+                messages=docs,
+                event_range=chunk.event_range(msgs),
+                images=folder_images,
+                chars=chunk.chars,
+                idempotency_key=make_idempotency_key(
+                    session_id, turn, first_seq, last_seq, digest, ordinal
+                ),
+            )
+        )
+    return FolderSet(folders, capped, digest, archived.secrets)
 
 
 def plan_pre_step(inp: PreStepInput) -> PreStepPlan:
@@ -278,55 +356,20 @@ def plan_pre_step(inp: PreStepInput) -> PreStepPlan:
         attachments=inp.attachments,
     )
     plan.warnings.extend(("image-placeholder", w) for w in image_warnings)
-    msgs: list[ArchMessage] = []
-    for node in archived_nodes:
-        image_names = {idx: img.name for (p, idx), img in images.items() if p == node.pos}
-        role = {"user/message": "user", "assistant/message": "assistant"}.get(node.type, "tool")
-        msgs.append(
-            ArchMessage(
-                seq=node.seq,
-                role=role,
-                text=node.text(image_names),
-                time=node.time,
-                turn=node.turn,
-                message_id=node.message_id,
-                tool_call_id=node.tool_result_id,
-            )
-        )
-    max_folders = max(1, min(cfg.max_folders_per_run, cfg.max_folders_per_step))
-    chunks, plan.max_folders_capped = chunk_messages(
-        msgs,
-        target_chars=cfg.target_chunk_chars,
-        min_chars=cfg.min_chunk_chars,
-        max_folders=max_folders,
+    built = plan_folders(
+        archived_nodes,
+        session_id=inp.session_id,
+        turn=inp.turn,
+        cfg=cfg,
+        images=images,
+        secrets=inp.cfg.secrets.mode,
     )
-    folder_titles = titles(chunks, msgs)
-    plan.content_hash = content_hash(chunks, msgs)
-    first_seq, last_seq = archived_nodes[0].seq, archived_nodes[-1].seq
-    by_pos_images: dict[int, list[PlannedImage]] = {}
-    for (p, _), img in sorted(images.items()):
-        by_pos_images.setdefault(p, []).append(img)
-    seq_to_pos = {n.seq: n.pos for n in archived_nodes}
-    for ordinal, (chunk, title) in enumerate(zip(chunks, folder_titles, strict=True)):
-        docs = chunk.documents(msgs)
-        folder_images: list[PlannedImage] = []
-        for doc in docs:
-            for img in by_pos_images.get(seq_to_pos[doc["seq"]], []):
-                if img.placeholder in doc["content"] and img not in folder_images:
-                    folder_images.append(img)
-        plan.folders.append(
-            PlannedFolder(
-                ordinal=ordinal,
-                title=title,
-                messages=docs,
-                event_range=chunk.event_range(msgs),
-                images=folder_images,
-                chars=chunk.chars,
-                idempotency_key=make_idempotency_key(
-                    inp.session_id, inp.turn, first_seq, last_seq, plan.content_hash, ordinal
-                ),
-            )
-        )
+    plan.folders, plan.max_folders_capped, plan.content_hash = (
+        built.folders,
+        built.capped,
+        built.content_hash,
+    )
+    plan.secrets = built.secrets
     plan.archived_messages = len(archived_nodes)
     plan.total_segments = len(plan.folders) + (parts.merged_segments if parts.merged_notes else 0)
     plan.note = render_note(plan.total_segments, parts.appendix)

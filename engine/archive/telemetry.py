@@ -121,6 +121,8 @@ def compress_applied_record(
         "trickleArchive": bool(
             cut and passes and passes[0].removed_tokens < cut.conversation_target
         ),
+        # secret values kept out of the folders (secrets.mode), by kind; never the values
+        "secretsRemoved": dict(sorted(plan.secrets.items())),
     }
 
 

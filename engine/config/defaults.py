@@ -250,6 +250,8 @@ ENGINE_DEFAULTS: Final[dict[str, Any]] = {
     },
     "logging": {"enabled": True, "verbose": False},
     "test": {"dryRun": False},
+    # Beyond the reference: secrets never reach a folder (README "Secrets").
+    "secrets": {"mode": "redact"},
     # §3.2.9 QQ channel compatibility
     "compat": {
         "qqBots": "auto",

@@ -51,6 +51,7 @@ __all__ = [
     "RoundBudgetConfig",
     "RulesConfig",
     "ScoringConfig",
+    "SecretsConfig",
     "StorageConfig",
     "TagConfig",
     "TagMentionsConfig",
@@ -475,6 +476,13 @@ class TestConfig(_Section):
     dry_run: bool
 
 
+class SecretsConfig(_Section):
+    """What archiving does with a secret value (beyond the reference): ``redact`` keeps a
+    typed placeholder, ``drop`` removes it with a note, ``off`` keeps it verbatim."""
+
+    mode: Literal["redact", "drop", "off"]
+
+
 class CrossChatConfig(_Section):
     """v1.4.2 memory_group_recall (private owner -> group memories, read-only)."""
 
@@ -522,6 +530,7 @@ class MemoryConfig(_Section):
     storage: StorageConfig
     logging: LoggingConfig
     test: TestConfig
+    secrets: SecretsConfig
     compat: CompatConfig
 
     @classmethod

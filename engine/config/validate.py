@@ -606,6 +606,7 @@ SCHEMA: Final[dict[str, Any]] = {
     },
     "logging": {"enabled": _BOOL, "verbose": _BOOL},
     "test": {"dryRun": _BOOL},
+    "secrets": {"mode": EnumRule(("redact", "drop", "off"))},
     "compat": {
         "qqBots": EnumRule(("auto", "off", "on")),
         "ownerIds": IdListRule(),

@@ -20,6 +20,13 @@ Pure and synchronous; time is passed in. Modules::
     state.py       recall-state v3 (reads v2/v1); implements RecallBlockView
     round.py       one round: select, read picks, round budget, commit, trim (the ranked
                    block follows the conversation: `trim_ranked`), telemetry
+    tag_index.py   event / location / person labels -> folders (inside the candidate
+                   index, kept by its updates), mentions of known labels in a message
+    constraint.py  what one constraint kind hands to memory_recall's search
+    events.py      memory_recall's event states (empty / exact / similar / unknown)
+    tags.py        location / person filters (five states, tagInfo) and the automatic
+                   recall's mention filter
+    browse.py      memory_recall without keywords: what the constraints allow
 """
 
 from engine.recall.candidates import CandidateIndex, Matches, Seed, index_params

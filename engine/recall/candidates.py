@@ -35,7 +35,13 @@ build over the same entries gives: folder numbers are positions among the scored
 entries in index order (legacy walks candidates in that order), postings are sorted
 folder numbers, `by_id`, category postings and the longest key length are the same.
 Only key ids (internal, never observable: `_keys_for` returns a set of them) may
-differ. See `update` for the diff.
+differ. See `update` for the diff. The event / location / person labels of the same
+folders (`CandidateIndex.tags`, `engine.recall.tag_index`) follow every update.
+
+A query restricted to some folders (`Query.allowed`: the hard tag filter of a message
+naming a known place or person, or memory_recall's constraints) matches only them, in
+every direction and channel; the matches of later generations (hops, legacy's walk) are
+built from other queries and stay unrestricted (the filters constrain the first).
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ from engine.assistant_keywords import channel_terms
 from engine.config import MemoryConfig
 from engine.keywords import contains_term, keys_match, match_key
 from engine.recall.query import AssistantQuery, Query
+from engine.recall.tag_index import TagIndex, tag_index_params
 from engine.tokenizer import CJK_CLASS
 
 __all__ = [
@@ -124,6 +131,7 @@ def index_params(cfg: MemoryConfig) -> tuple[Any, ...]:
         cm.alpha_min,
         classes,
         cfg.recall.assistant_said.enabled,
+        tag_index_params(cfg),
     )
 
 
@@ -147,6 +155,10 @@ def _signature(entry: Any) -> tuple[Any, ...]:
         tuple(entry.keywords or ()),
         entry.title,
         tuple(getattr(entry, "assistantKeywords", None) or ()),
+        getattr(entry, "event", None),
+        tuple(getattr(entry, "events", None) or ()),
+        tuple(getattr(entry, "locations", None) or ()),
+        tuple(getattr(entry, "persons", None) or ()),
     )
 
 
@@ -201,6 +213,8 @@ class CandidateIndex:
         self._assistant = bool(cfg.recall.assistant_said.enabled)
         # the channel text and each folder's start in it (built on first use)
         self._channel: tuple[str, array[int]] | None = None
+        # events / locations / persons of the same folders, kept by the same updates
+        self.tags = TagIndex(cfg)
         fold = self._fold
         titles = self._titles
         indexed = self._entries
@@ -213,6 +227,7 @@ class CandidateIndex:
             folder = _make_folder(entry)
             self.folders.append(folder)
             self.by_id[entry.id] = n
+            self.tags.add(entry)
             seen: set[int] = set()
             for key in self._folder_keys(folder):
                 kid = self._key_ids.get(key)
@@ -398,6 +413,7 @@ class CandidateIndex:
         postings = self._postings
         for n in removed:
             folder = self.folders[n]
+            self.tags.remove(folder.id)
             for kid in self._folder_kids(folder):
                 arr = postings[kid]
                 del arr[bisect_left(arr, n)]
@@ -459,6 +475,7 @@ class CandidateIndex:
         # 4. add the new (and changed) folders
         for m in added:
             folder = self.folders[m]
+            self.tags.add(new[m])
             seen: set[int] = set()
             for key in self._folder_keys(folder):
                 known = self._key_ids.get(key)
@@ -474,6 +491,11 @@ class CandidateIndex:
 
     def __len__(self) -> int:
         return len(self.folders)
+
+    def entry(self, n: int) -> Any:
+        """The index entry folder `n` was built from (for fields recall does not index,
+        such as the event time a browse orders by)."""
+        return self._entries[n]
 
     # -- matching ------------------------------------------------------------
     def _classes_in(self, text: str) -> list[str]:
@@ -541,11 +563,28 @@ class CandidateIndex:
         candidates: set[int] = set()
         for s in seeds:
             candidates |= s.posting
+        if query.allowed is not None:
+            keep = self.numbers(query.allowed)
+            for s in seeds:
+                s.posting &= keep
+            candidates &= keep
+            hits = {n: c for n, c in hits.items() if n in keep}
         return Matches(seeds, candidates, hits, cats)
 
-    def match_assistant(self, ask: AssistantQuery, *, min_alpha: float = 0.0) -> AssistantMatches:
+    def numbers(self, ids: Iterable[str]) -> set[int]:
+        """The folder numbers of the scored folders among `ids`."""
+        by_id = self.by_id
+        return {by_id[fid] for fid in ids if fid in by_id}
+
+    def match_assistant(
+        self,
+        ask: AssistantQuery,
+        *,
+        min_alpha: float = 0.0,
+        allowed: frozenset[str] | None = None,
+    ) -> AssistantMatches:
         """The 「你说过」 channel's hits of `ask` (nothing when the channel is off);
-        folders below `min_alpha` are left out."""
+        folders below `min_alpha`, and with `allowed` those not in it, are left out."""
         terms = tuple(dict.fromkeys(t for key in ask.keys for t in channel_terms(key)))
         out = AssistantMatches(terms)
         if not self._assistant or not terms:
@@ -558,6 +597,8 @@ class CandidateIndex:
         for m in pattern.finditer(text):
             n = bisect_right(starts, m.start()) - 1
             if n in found or folders[n].alpha < min_alpha:
+                continue
+            if allowed is not None and folders[n].id not in allowed:
                 continue
             shared = _folder_terms(folders[n]) & wanted
             if shared:

@@ -19,7 +19,7 @@ assistant_said`), `Query.assistant` holds the channel's keys.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engine.config import MemoryConfig
 from engine.keywords import QUERY_KEYWORDS_MAX, extract_keywords, match_key, match_keys
@@ -32,6 +32,7 @@ __all__ = [
     "clause_spans",
     "count_clauses",
     "effective_quota",
+    "restricted",
     "split_clauses",
 ]
 
@@ -61,6 +62,8 @@ class Query:
     """Its clauses as queries of their own, when it has two or more (§1.13.4)."""
     assistant: AssistantQuery | None = None
     """The 「你说过」 channel's request, when the message makes one (§1.13.5)."""
+    allowed: frozenset[str] | None = None
+    """The folders it may match (a hard filter, §1.13.2); None: any."""
 
 
 def clause_spans(text: str, max_clauses: int, min_chars: int) -> list[tuple[int, int]]:
@@ -171,3 +174,11 @@ def effective_quota(query: Query, cfg: MemoryConfig) -> int:
         or len(query.keywords) >= aq.complex_min_keywords
     )
     return max(base, aq.complex_quota) if complex_ else base
+
+
+def restricted(query: Query, allowed: frozenset[str] | None) -> Query:
+    """`query` and its clauses matching only `allowed` (None: unchanged)."""
+    if allowed is None:
+        return query
+    parts = tuple(replace(p, allowed=allowed) for p in query.parts)
+    return replace(query, allowed=allowed, parts=parts)

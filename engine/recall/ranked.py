@@ -28,6 +28,12 @@ One round, no randomness, no clock:
    keyword and category candidates are used instead, in FAIR-DRI's σ order
    (α desc, createdAt asc, id asc), so category questions ("我喜欢什么") still work.
 
+A query restricted to some folders (`Query.allowed`, the hard filter of a message naming
+a known place or person, §1.13.2) ranks only them: the best folders are taken from a
+growing pool of the whole ranking until enough of them are allowed (or the ranking is
+exhausted, or the pool reaches `RESTRICTED_POOL_MAX`), and `minRelativeScore` is then
+measured against the best allowed folder, not against folders the filter excludes.
+
 The block then follows the conversation (`engine.recall.round.trim_ranked`): memories no
 message needed for more than `keepRounds` rounds leave first, then, over the caps, the
 least relevant to the current message.
@@ -56,6 +62,11 @@ __all__ = [
 
 RANKED_LANE = "ranked"
 FALLBACK_LANE = "keyword"
+
+RESTRICTED_POOL_MIN = 64
+RESTRICTED_POOL_MAX = 4096
+"""The pool a restricted query's allowed folders are taken from: from max(64, 4 × limit),
+four times larger each time too few were allowed, up to 4096 folders."""
 
 
 @dataclass
@@ -91,17 +102,21 @@ def relevant(
     scores, every keyword / category candidate in σ order."""
     rc = cfg.recall
     terms = relevance.query_terms(query.text)
-    ranked = relevance.rank(
-        terms,
-        limit=limit,
-        alpha_prior=rc.ranked.alpha_prior,
-        min_alpha=rc.min_alpha,
-        min_relative=rc.ranked.min_relative_score,
-        passage_weight=rc.ranked.passage_weight,
-    )
-    if ranked.ids:
+    if query.allowed is None:
+        ranked = relevance.rank(
+            terms,
+            limit=limit,
+            alpha_prior=rc.ranked.alpha_prior,
+            min_alpha=rc.min_alpha,
+            min_relative=rc.ranked.min_relative_score,
+            passage_weight=rc.ranked.passage_weight,
+        )
+        scored = list(zip(ranked.ids, ranked.scores, strict=True))
+    else:
+        scored = _rank_within(relevance, terms, cfg, limit, query.allowed)
+    if scored:
         by_id = index.by_id
-        kept = [(f, s) for f, s in zip(ranked.ids, ranked.scores, strict=True) if f in by_id]
+        kept = [(f, s) for f, s in scored if f in by_id]
         return Relevant(
             tuple(f for f, _ in kept), tuple(s for _, s in kept), RANKED_LANE, len(terms)
         )
@@ -112,6 +127,37 @@ def relevant(
     )
     ids = tuple(folders[n].id for n in pool)
     return Relevant(ids, (0.0,) * len(ids), FALLBACK_LANE, len(terms))
+
+
+def _rank_within(
+    relevance: RelevanceIndex,
+    terms: list[str],
+    cfg: MemoryConfig,
+    limit: int,
+    allowed: frozenset[str],
+) -> list[tuple[str, float]]:
+    """The best `limit` allowed folders for `terms` (module docstring), best first."""
+    if not allowed or limit <= 0:
+        return []
+    rc = cfg.recall
+    pool = max(RESTRICTED_POOL_MIN, 4 * limit)
+    while True:
+        ranked = relevance.rank(
+            terms,
+            limit=pool,
+            alpha_prior=rc.ranked.alpha_prior,
+            min_alpha=rc.min_alpha,
+            min_relative=0.0,
+            passage_weight=rc.ranked.passage_weight,
+        )
+        kept = [(f, s) for f, s in zip(ranked.ids, ranked.scores, strict=True) if f in allowed]
+        if len(kept) >= limit or len(ranked.ids) < pool or pool >= RESTRICTED_POOL_MAX:
+            break
+        pool = min(RESTRICTED_POOL_MAX, pool * 4)
+    if not kept:
+        return []
+    cut = kept[0][1] * rc.ranked.min_relative_score
+    return [(f, s) for f, s in kept if s >= cut][:limit]
 
 
 def select_ranked(

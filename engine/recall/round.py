@@ -4,6 +4,11 @@ Selection is `engine.recall.select.select_round` (the 「你说过」 reserve, o
 several, the high-relevance reserve, hops) in every mode but `legacy`, which keeps
 v1.3.0's walk (`engine.recall.legacy`).
 
+Before it, in every mode, a message that names known places or people (`recall.
+tagMentions`, `engine.recall.tags.mention_filter`) restricts the round's first
+generation to the folders carrying them (`Query.allowed`): a hard filter, OR within a
+kind, AND across kinds. Without a mention the round is exactly what it was.
+
 `run_round` is synchronous and reads the disk only for the picked folders (G6:
 reads = injections). Time comes in as `now_ms`; nothing here reads a clock.
 
@@ -49,10 +54,11 @@ from engine.recall.dates import resolve_timezone
 from engine.recall.fair import HIGH_LANES, LANES, Pick, Selection
 from engine.recall.hops import HOP_LANE
 from engine.recall.legacy import select_legacy
-from engine.recall.query import Query, effective_quota
+from engine.recall.query import Query, effective_quota, restricted
 from engine.recall.ranked import FALLBACK_LANE, RANKED_LANE
 from engine.recall.select import ASSISTANT_LANE, RoundSelection, select_round
 from engine.recall.state import Addition, Lanes, RecallState
+from engine.recall.tags import mention_filter
 from engine.relevance.index import RelevanceIndex
 from engine.store import CorruptFolder, CorruptFolderError, FolderNotFoundError, SessionStore
 from engine.texts import (
@@ -375,7 +381,14 @@ def run_round(
     before_block = state.block
     before_ids = state.ids()
     t = state.round + 1
+    allowed, tag_info = mention_filter(query.text, index.tags, cfg)
+    tag_filtered = 0
+    if allowed is not None:
+        wide = index.match(query, min_alpha=rc.min_alpha).candidates
+        query = restricted(query, allowed)
     matches: Matches = index.match(query, min_alpha=rc.min_alpha)
+    if allowed is not None:
+        tag_filtered = len(wide) - len(matches.candidates)
     ranked = rc.mode == "ranked"
     needed: dict[str, float] = {}
     question: RoundSelection | None = None
@@ -553,6 +566,8 @@ def run_round(
         "assistantSaid": query.assistant is not None and rc.mode != "legacy",
         "assistantInfo": question.assistant if question is not None else None,
         "hops": rc.hops if rc.mode != "legacy" else 0,
+        "tagInfo": tag_info,
+        "tagFiltered": tag_filtered,
     }
     block_record: dict[str, Any] = {
         "type": "recall-block",

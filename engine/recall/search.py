@@ -37,20 +37,29 @@ come first (`engine.recall.select.assistant_reserve`), the order above after the
 
 `recall.enabled = false` or `recall.firstGenMax = 0` turns recall off: an empty page,
 `hasMore` false, no state consumed.
+
+Constraints (`engine.recall.constraint`: time, event, tags): the candidates are the
+keywords' candidates within every constraint's allowed set (C(Q) ∩ W ∩ E ∩ tags, in all
+modes, the 「你说过」 channel's hits too); the order and exclusions above then apply to
+what is left. A constraint with a `stop` (an ambiguous or unknown event) ends the call
+before any search. When the keywords matched something and the constraints left
+nothing, the miss is the first constraint's (in their order) that emptied it, not a
+keyword miss; `filtered` counts what each kind removed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.config import MemoryConfig
 from engine.keywords import match_key, match_keys
 from engine.recall.candidates import CandidateIndex, Matches
+from engine.recall.constraint import Constraint, combined_allowed, filter_counts
 from engine.recall.fair import Pick, Selection, lane_order, select_fair
 from engine.recall.legacy import select_legacy
-from engine.recall.query import AssistantQuery, Query
+from engine.recall.query import AssistantQuery, Query, restricted
 from engine.recall.ranked import FALLBACK_LANE, RANKED_LANE
 from engine.recall.round import load_addition
 from engine.recall.select import assistant_reserve, with_candidates
@@ -101,6 +110,9 @@ class SearchPage:
     warnings: list[str] = field(default_factory=list)
     assistant: dict[str, Any] = field(default_factory=dict)
     """`assistantInfo`: the 「你说过」 channel's request and what it found."""
+    constraints: tuple[Constraint, ...] = ()
+    filtered: dict[str, int] = field(default_factory=dict)
+    """Keyword candidates each constraint kind removed (kinds that restricted)."""
 
     def lanes_picked(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -142,8 +154,10 @@ def _ranked_order(
     query: Query,
     cfg: MemoryConfig,
     block: set[str],
+    base: list[str] | None = None,
 ) -> tuple[list[Pick], int]:
-    """(the order excluding the block, how many folders scored or matched)."""
+    """(the order excluding the block, how many folders scored or matched); only the
+    folders `query.allowed` allows; `base` receives every scored id before that."""
     if relevance is None:
         raise ValueError("recall.mode ranked needs the session's relevance index")
     rc = cfg.recall
@@ -157,6 +171,11 @@ def _ranked_order(
     )
     by_id = index.by_id
     scored = [(by_id[fid], fid) for fid in ranked.ids if fid in by_id]
+    if base is not None:
+        base += [fid for _, fid in scored]
+    allowed = query.allowed
+    if allowed is not None:
+        scored = [(n, fid) for n, fid in scored if fid in allowed]
     if scored:
         order = [Pick(n, fid, RANKED_LANE) for n, fid in scored if fid not in block]
         return order, len(scored)
@@ -173,10 +192,11 @@ def _order(
     state: RecallState,
     cfg: MemoryConfig,
     exclude: set[str],
+    base: list[str] | None = None,
 ) -> tuple[list[Pick], int]:
     mode = cfg.recall.mode
     if mode == "ranked":
-        return _ranked_order(relevance, index, matches, query, cfg, exclude)
+        return _ranked_order(relevance, index, matches, query, cfg, exclude, base)
     if mode == "fair":
         return lane_order(index, matches, state, cfg, exclude), len(matches.candidates)
     folders = index.folders
@@ -209,18 +229,42 @@ def search(
     offset: int | None,
     relevance: RelevanceIndex | None = None,
     session_key: str = "",
+    constraints: Sequence[Constraint] = (),
 ) -> SearchPage:
     """Select one call's folders (module docstring); `state` is not changed."""
     rc = cfg.recall
     mode = rc.mode
     page = SearchPage(mode, offset is not None, offset or 0, limit)
+    page.constraints = tuple(constraints)
     if not rc.enabled or rc.first_gen_max <= 0:
         page.miss_type = "off"
         return page
+    stop = next((c.stop for c in constraints if c.stop), None)
+    if stop is not None:
+        page.miss_type = stop
+        return page
+    unrestricted = query
+    query = restricted(query, combined_allowed(constraints))
     matches = index.match(query, min_alpha=rc.min_alpha)
+    # the keyword candidates before the constraints (ranked: what scored, collected by
+    # the ranking below; else, or when nothing scores, the keyword candidates)
+    base: list[str] | None = None
+    wide: list[str] = []
+    if query.allowed is not None:
+        base = []
+        found = index.match(unrestricted, min_alpha=rc.min_alpha).candidates
+        wide = [index.folders[n].id for n in found]
+        if mode != "ranked":
+            base = wide
     block = set(state.ids())
+    emptied: str | None = None
     if mode == "legacy":
-        return _legacy(page, index, matches, state, cfg, query, session_key, block)
+        _legacy(page, index, matches, state, cfg, query, session_key, block)
+        if base is not None:
+            page.filtered, emptied = filter_counts(constraints, base)
+            if page.miss_type == "keyword" and emptied:
+                page.miss_type = emptied
+        return page
     if page.paginated:
         exclude = block
     else:
@@ -234,7 +278,11 @@ def search(
     reserved_ids = {p.id for p in reserved}
     if mode != "ranked":
         matches = with_candidates(matches, hits)
-    order, page.candidates = _order(relevance, index, matches, query, state, cfg, exclude)
+    order, page.candidates = _order(
+        relevance, index, matches, query, state, cfg, exclude, base if mode == "ranked" else None
+    )
+    if base is not None and not base:
+        base = wide  # ranked, nothing scored: the keyword candidates
     if mode == "ranked" and hits:
         folders = index.folders
         page.candidates += len({folders[n].id for n in hits} - {p.id for p in order})
@@ -255,8 +303,11 @@ def search(
     page.has_more = rest > 0
     if page.has_more:
         page.next_offset = page.offset + len(page.picks)
+    emptied = None
+    if base is not None:
+        page.filtered, emptied = filter_counts(constraints, base)
     if page.candidates == 0:
-        page.miss_type = "keyword"
+        page.miss_type = emptied or "keyword"
     elif page.window == 0:
         page.miss_type = "excluded"
         matched = _matched_ids(relevance, index, matches, query, state, cfg)

@@ -5,6 +5,8 @@ The text (reference §1.3 "返回", §1.14.3, §1.16)::
     ## 主动回忆（memory_recall）
     关键词：… · 返回 N 条（offset=…，limit=…）
     [本轮用户在问助手说过的话…]                   (the 「你说过」 channel was asked)
+    [没有 keywords：按约束列出…]                  (a browse: constraints, no keywords)
+    [本次回忆已约束事件：…] [标签过滤：…] […]      (each constraint's lines, in order)
     【本页已满：limit=N，已返回 N 条】…          (a full page, before the first entry)
     <blank>
     ### 回忆 1 · 归档于 …（事件时间 …） · α=… · β=… · 第1代 · 关键词：…
@@ -17,8 +19,9 @@ The text (reference §1.3 "返回", §1.14.3, §1.16)::
 
 Entries are the recall block's entries (`Addition.entry`), numbered from the page's
 offset + 1, in the search's order. A miss says why in one line (nothing matched, all
-already in the block, past the last page), then the strike warning from the third
-consecutive miss, then the warnings.
+already in the block, past the last page, a constraint filtered every match; an
+ambiguous or unknown event's lines say it themselves), then the strike warning from the
+third consecutive miss, then the warnings (the constraints' after the call's own).
 
 The value carries what a program needs: the ids found (`ids`, `added` with α / β /
 keywords / lane), `page {offset, limit, hasMore, nextOffset}`, `missType`, the strike
@@ -34,6 +37,8 @@ from typing import Any
 from engine import texts
 from engine.archive.tokens import estimate_text_tokens
 from engine.config import MemoryConfig
+from engine.recall.browse import BROWSE_MODE
+from engine.recall.constraint import Constraint
 from engine.recall.fair import Pick
 from engine.recall.round import added_record
 from engine.recall.search import SearchPage
@@ -77,6 +82,9 @@ def _miss_text(args: SearchArgs, page: SearchPage, unreadable: int) -> str:
     kind = page.miss_type
     if kind == "off":
         return texts.RECALL_TOOL_OFF
+    for c in page.constraints:
+        if kind is not None and c.miss_type == kind:
+            return "" if c.stop else c.miss_line  # a stopped call's lines say it all
     if not args.keywords:
         return ""  # filters only: the warning says it all
     if kind == "excluded":
@@ -129,6 +137,8 @@ def _value(
         "warnings": list(warnings),
         "assistantSaid": bool(page.assistant.get("requested")),
         "assistantInfo": page.assistant or None,
+        "filtered": dict(page.filtered),
+        **{k: v for c in page.constraints for k, v in c.value.items()},
     }
 
 
@@ -159,16 +169,20 @@ def render_answer(
     *,
     unreadable: int = 0,
     strikes: RecallStrikes | None = None,
+    constraints: Sequence[Constraint] = (),
 ) -> SearchAnswer:
-    """The answer of one call (`page` None: a call with filters only, nothing searched)."""
+    """The answer of one call (`page` None: nothing searched, e.g. a call with filters
+    that do not restrict and no keywords; `constraints` are then its constraints)."""
     if args.error is not None:
         return SearchAnswer(args.error, {"error": args.error, "warnings": []}, is_error=True)
     if page is None:
         page = SearchPage(cfg.recall.mode, args.paginated, args.offset or 0, args.limit)
+        page.constraints = tuple(constraints)
     found = len(entries)
     miss_type = answer_miss_type(page, found, unreadable)
     strike = _strike_text(strikes, cfg)
-    warnings = [*args.warnings, *page.warnings, *([strike] if strike else [])]
+    held = [w for c in page.constraints for w in c.warnings]
+    warnings = [*args.warnings, *page.warnings, *held, *([strike] if strike else [])]
     value = _value(args, page, entries, strikes, warnings, miss_type)
     lines = [
         texts.RECALL_TOOL_HEADING,
@@ -182,12 +196,15 @@ def render_answer(
     hint = assistant_hint(page)
     if hint:
         lines.append(hint)
+    if page.mode == BROWSE_MODE:
+        lines.append(texts.RECALL_TOOL_BROWSE)
+    lines += [line for c in page.constraints for line in c.lines]
     if not entries:
         miss = _miss_text(args, page, unreadable)
         lines += [miss] if miss else []
         lines += warnings
         return SearchAnswer("\n".join(lines), value, is_error=bool(strikes and strikes.disabled))
-    if found >= page.limit or page.has_more:
+    if (found >= page.limit or page.has_more) and page.mode != BROWSE_MODE:
         template = (
             texts.RECALL_TOOL_FULL_PAGE_AT_MAX
             if page.limit >= LIMIT_MAX
@@ -244,7 +261,9 @@ def search_record(
         "lanesPicked": page.lanes_picked() if page is not None else {},
         "pops": sel.pops if sel is not None else 0,
         "reInjections": sel.re_injections if sel is not None else 0,
-        "timeFiltered": 0,
+        "timeFiltered": page.filtered.get("time", 0) if page is not None else 0,
+        "eventFiltered": page.filtered.get("event", 0) if page is not None else 0,
+        "tagFiltered": page.filtered.get("tag", 0) if page is not None else 0,
         "offset": page.offset if page is not None else (args.offset or 0),
         "limit": args.limit,
         "hasMore": page.has_more if page is not None else False,
@@ -257,4 +276,9 @@ def search_record(
         "added": [added_record(p, a) for p, a in entries],
         "addedChars": sum(a.chars for _, a in entries),
         "addedTokens": sum(estimate_text_tokens(a.text) for _, a in entries),
+        **{
+            k: v
+            for c in (page.constraints if page is not None else ())
+            for k, v in c.record.items()
+        },
     }

@@ -11,9 +11,15 @@
   omitted lets the current user message decide (its quote phrase); another value is
   taken as omitted, with a warning. With true, keywords may be left out: the current
   message's channel keys are searched.
-* The parameters of later features (time, events, tags) are accepted and answered with
-  a warning; a call with only those and no keywords finds nothing (it never turns into
-  a browse of the whole store).
+* `event` (a string) and `events` (strings) together, `locations`, `persons` (§1.12,
+  §1.13.2): labels normalised by the scoring path's rules (`engine.scoring.labels`; the
+  location 家 rule; 「空」 and the other placeholders ask for nothing), de-duplicated in
+  order; a value of another type is ignored with a warning. With them, keywords may be
+  left out (the call lists what the constraints allow).
+* `timeFrom` / `timeTo` / `granularity` and `timeText` (§1.10, §1.13.2) are kept as
+  given: normalising them needs the call's time (`engine.recall.time_filter`). A
+  `timeText` that is not a string is ignored with a warning. With them, too, keywords
+  may be left out (a browse of the window: never the whole store).
 
 Only a `keywords` value of the wrong type, or no keywords and no filter at all, refuses
 the call (`SearchArgs.error`).
@@ -30,6 +36,8 @@ from typing import Any
 from engine import texts
 from engine.config import MemoryConfig
 from engine.keywords import QUERY_KEYWORDS_MAX, match_key
+from engine.scoring.labels import normalize_labels
+from engine.secrets.detect import has_secret
 
 __all__ = [
     "LIMIT_DEFAULT",
@@ -48,21 +56,11 @@ LIMIT_MAX = 20
 LIMIT_DEFAULT = 3
 OFFSET_MAX = 10_000
 
-UNSUPPORTED_FILTERS = (
-    "timeFrom",
-    "timeTo",
-    "granularity",
-    "event",
-    "events",
-    "locations",
-    "persons",
-    "timeText",
-)
-"""Parameters the tool lists and accepts whose features belong to later work."""
+UNSUPPORTED_FILTERS: tuple[str, ...] = ()
+"""Parameters the tool lists and accepts whose features belong to later work (none)."""
+TIME_PARAMETERS = ("timeFrom", "timeTo", "granularity", "timeText")
 
 _SPLIT = re.compile(r"[\s,，、;；]+")
-_NO_EVENT = frozenset({"空", "无", "不约束", "无事件", "none", "null", "n/a", "na", "-"})
-"""Event placeholders that mean "no constraint" (§1.12 归一化规则)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +78,29 @@ class SearchArgs:
     """A refusal text: the call is answered with isError and runs nothing."""
     assistant_said: bool | None = None
     """The 「你说过」 channel: True / False as given, None when omitted (auto)."""
+    events: tuple[str, ...] = ()
+    """`event` and `events`, normalised labels (OR-ed; §1.12)."""
+    locations: tuple[str, ...] = ()
+    persons: tuple[str, ...] = ()
+    """Normalised labels of the location / person filters (§1.13.2)."""
+    time_from: Any = None
+    time_to: Any = None
+    granularity: Any = None
+    """The time window's arguments as given (None: omitted or blank)."""
+    time_text: str | None = None
+    """`timeText`, stripped (None: omitted, blank or not a string)."""
+
+    @property
+    def has_time(self) -> bool:
+        """Whether a time argument was given (valid or not: §1.10 answers bad ones)."""
+        return any(v is not None for v in (self.time_from, self.time_to, self.granularity)) or (
+            self.time_text is not None
+        )
+
+    @property
+    def has_tags(self) -> bool:
+        """Whether an event, location or person label was given."""
+        return bool(self.events or self.locations or self.persons)
 
     @property
     def paginated(self) -> bool:
@@ -166,16 +187,45 @@ def _bounded(field: str, value: Any, default: int, low: int, high: int, warnings
     return used
 
 
-def _given(name: str, value: Any) -> bool:
-    """Whether a filter parameter asks for something (empty values and 「空」 do not)."""
+def _given(value: Any) -> bool:
+    """Whether a filter parameter asks for something (empty values do not)."""
     if value is None or value is False:
         return False
     if isinstance(value, str):
-        text = value.strip()
-        return bool(text) and not (name == "event" and text.casefold() in _NO_EVENT)
+        return bool(value.strip())
     if isinstance(value, list | dict):
         return bool(value)
     return True
+
+
+def _label_values(name: str, value: Any, warnings: list[str]) -> list[Any]:
+    """A label parameter as a list (a string is one label); another type is ignored
+    with a warning."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    warnings.append(texts.RECALL_TOOL_WARN_LABELS.format(field=name, given=_shown(value)))
+    return []
+
+
+def _labels(arguments: Mapping[str, Any], cfg: MemoryConfig, warnings: list[str]) -> Any:
+    """(events, locations, persons) of a call, normalised."""
+    raw_events = _label_values("event", arguments.get("event"), warnings)
+    raw_events += _label_values("events", arguments.get("events"), warnings)
+    events = normalize_labels(raw_events, max_length=cfg.event.max_label_length)
+    locations = normalize_labels(
+        _label_values("locations", arguments.get("locations"), warnings),
+        max_length=cfg.location.max_label_length,
+        location=True,
+    )
+    persons = normalize_labels(
+        _label_values("persons", arguments.get("persons"), warnings),
+        max_length=cfg.person.max_label_length,
+    )
+    return tuple(events), tuple(locations), tuple(persons)
 
 
 def parse_search_args(arguments: Mapping[str, Any], cfg: MemoryConfig) -> SearchArgs:
@@ -184,6 +234,9 @@ def parse_search_args(arguments: Mapping[str, Any], cfg: MemoryConfig) -> Search
     raw = _keyword_list(arguments.get("keywords"))
     if raw is None:
         return SearchArgs((), LIMIT_DEFAULT, None, error=texts.RECALL_TOOL_BAD_KEYWORDS)
+    if cfg.secrets.mode != "off" and has_secret("\n".join(raw)):
+        # no lookup by a secret's value (README "Secrets"): refused, nothing searched
+        return SearchArgs((), LIMIT_DEFAULT, None, error=texts.RECALL_TOOL_SECRET_QUERY)
     distinct = distinct_keywords(raw, expand_latin_case=cfg.match.expand_latin_case)
     keywords = distinct[:QUERY_KEYWORDS_MAX]
     if len(distinct) > QUERY_KEYWORDS_MAX:
@@ -201,17 +254,38 @@ def parse_search_args(arguments: Mapping[str, Any], cfg: MemoryConfig) -> Search
     assistant_said: bool | None = said if isinstance(said, bool) else None
     if said is not None and not isinstance(said, bool):
         warnings.append(texts.RECALL_TOOL_WARN_NOT_BOOLEAN.format(given=_shown(said)))
-    unsupported = tuple(n for n in UNSUPPORTED_FILTERS if _given(n, arguments.get(n)))
+    events, locations, persons = _labels(arguments, cfg, warnings)
+    tagged = bool(events or locations or persons)
+    time_args = {n: arguments.get(n) if _given(arguments.get(n)) else None for n in TIME_PARAMETERS}
+    time_text = time_args.pop("timeText")
+    if time_text is not None and not isinstance(time_text, str):
+        warnings.append(texts.TIME_WARN_TEXT_TYPE.format(given=_shown(time_text)))
+        time_text = None
+    timed = time_text is not None or any(v is not None for v in time_args.values())
+    unsupported = tuple(n for n in UNSUPPORTED_FILTERS if _given(arguments.get(n)))
     if unsupported:
         names = texts.RECALL_TOOL_PARAM_SEPARATOR.join(unsupported)
         template = (
             texts.RECALL_TOOL_WARN_UNSUPPORTED
-            if keywords or assistant_said
+            if keywords or assistant_said or tagged
             else texts.RECALL_TOOL_WARN_FILTERS_ONLY
         )
         warnings.append(template.format(params=names))
-    elif not keywords and assistant_said is not True:
+    elif not keywords and assistant_said is not True and not tagged and not timed:
         return SearchArgs((), limit, offset, error=texts.RECALL_TOOL_NEED_KEYWORDS)
     return SearchArgs(
-        tuple(keywords), limit, offset, unsupported, tuple(warnings), None, assistant_said
+        tuple(keywords),
+        limit,
+        offset,
+        unsupported,
+        tuple(warnings),
+        None,
+        assistant_said,
+        events,
+        locations,
+        persons,
+        time_from=time_args["timeFrom"],
+        time_to=time_args["timeTo"],
+        granularity=time_args["granularity"],
+        time_text=time_text.strip() if isinstance(time_text, str) else None,
     )

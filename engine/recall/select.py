@@ -99,7 +99,7 @@ def assistant_reserve(
     ask = query.assistant
     if ask is None or k <= 0:
         return [], [], set(), info
-    am = index.match_assistant(ask, min_alpha=cfg.recall.min_alpha)
+    am = index.match_assistant(ask, min_alpha=cfg.recall.min_alpha, allowed=query.allowed)
     info["terms"] = list(am.terms)
     info["candidates"] = len(am.hits)
     if not am.hits:

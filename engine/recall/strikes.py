@@ -17,7 +17,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["STRIKES_DISABLE", "STRIKES_WARN", "RecallStrikes", "counts_as_strike"]
+__all__ = [
+    "CONSTRAINT_MISSES",
+    "STRIKES_DISABLE",
+    "STRIKES_WARN",
+    "RecallStrikes",
+    "counts_as_strike",
+]
 
 STRIKES_WARN = 3
 STRIKES_DISABLE = 6
@@ -27,9 +33,14 @@ _LEGACY_STRIKES = frozenset({"keyword", "excluded", "chance"})
 folders are not searches that missed)."""
 
 
+CONSTRAINT_MISSES = frozenset({"time", "time-tag", "event", "event-ambiguous", "tag"})
+"""Misses of a constraint, never strikes in any mode (§1.3: "都不计 strike"): the keywords
+matched, or the call asked something only the model or the user can settle."""
+
+
 def counts_as_strike(mode: str, found: int, miss_type: str | None) -> bool:
     """Whether a search that found `found` entries (miss `miss_type`) is a strike."""
-    if found > 0:
+    if found > 0 or miss_type in CONSTRAINT_MISSES:
         return False
     if mode == "legacy":
         return miss_type in _LEGACY_STRIKES

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import resource
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -225,16 +225,19 @@ def _shares(node: Any) -> list[float]:
 
 def test_quick_run_end_to_end(tmp_path: Path) -> None:
     path = tmp_path / "eval.json"
-    started = time.monotonic()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(
         [sys.executable, "-m", "bench.eval", "--quick", "--json", str(path)],
         capture_output=True,
         text=True,
         timeout=90,
     )
-    elapsed = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert out.returncode == 0, out.stderr[-3000:]
-    assert elapsed < 30
+    # the quick run's own cost (CPU seconds of the run and the daemon it starts), which
+    # other tests running on the same cores (pytest -n) do not inflate as they do wall time
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    assert cpu < 30, cpu
     result = orjson.loads(path.read_bytes())
     summary = result["summary"]
     assert set(summary) == {"en", "zh"}

@@ -145,6 +145,8 @@ def running_daemon(
         k: v for k, v in os.environ.items() if not k.startswith(("ROFMD_", "NOTIFY_", "LISTEN_"))
     }
     full_env.update({"ROFMD_DEBUG_METHODS": "1", "PYTHONUNBUFFERED": "1"})
+    # a test daemon tails its own (absent) session logs, never the machine user's
+    full_env["ROFMD_SESSIONS_DIR"] = str(base / "sessions")
     full_env.update(env or {})
     cmd = [
         sys.executable,

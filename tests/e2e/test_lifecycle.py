@@ -287,6 +287,7 @@ def test_cli_status_reload_and_doctor() -> None:
         assert out.returncode == 0, report
         assert [c["name"] for c in report["checks"]] == [
             "config",
+            "inert keys",
             "socket directory",
             "daemon",
             "memory root",

@@ -202,13 +202,14 @@ def test_pages_are_disjoint_and_complete(daemon: DaemonProcess, client: Client) 
 
 def test_warnings_for_unsupported_filters_and_too_many_keywords(client: Client) -> None:
     sid = "recall-tool-warnings"
-    res = client.recall(sid, keywords="网关", timeFrom="2026-10-01", persons=["小明"])
-    warning = texts.RECALL_TOOL_WARN_UNSUPPORTED.format(params="timeFrom / persons")
+    res = client.recall(sid, keywords="网关", persons=[1])
+    warning = texts.RECALL_TOOL_WARN_LABELS.format(field="persons", given="[1]")
     assert warning in res["value"]["warnings"] and warning in res["content"][0]["text"]
-    assert res["value"]["ignored"] == ["timeFrom", "persons"]
-    only = client.recall(sid, event="日本旅行")
+    assert res["value"]["ignored"] == []
+    only = client.recall(sid, event="日本旅行")  # an event no memory carries (issue 12)
     assert only["isError"] is False and only["value"]["found"] == 0
-    assert only["value"]["warnings"] == [texts.RECALL_TOOL_WARN_FILTERS_ONLY.format(params="event")]
+    assert only["value"]["missType"] == "event"
+    assert only["value"]["strikes"] == res["value"]["strikes"]  # not a strike
     words = " ".join(f"词{i}" for i in range(20))
     many = client.recall(sid, keywords=words)["value"]
     assert many["keywords"] == [f"词{i}" for i in range(16)]

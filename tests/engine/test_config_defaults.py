@@ -145,8 +145,8 @@ def test_model_of_defaults_dumps_back_to_the_defaults() -> None:
 
 def test_key_count() -> None:
     # 1 top-level switch + every leaf of every section; a guard against silent loss.
-    # 161 of the reference + the 4 keys of recall.ranked (ours).
-    assert len(list(leaves(ENGINE_DEFAULTS))) == 165
+    # 161 of the reference + the 4 keys of recall.ranked and secrets.mode (ours).
+    assert len(list(leaves(ENGINE_DEFAULTS))) == 166
 
 
 def test_engine_defaults_returns_an_independent_copy() -> None:
@@ -336,6 +336,8 @@ def test_reference_table_covers_every_key() -> None:
         "recall.ranked.alphaPrior",
         "recall.ranked.passageWeight",
         "recall.ranked.keepRounds",
+        # ours, beyond the reference (README "Secrets")
+        "secrets.mode",
     }
     assert set(REFERENCE_DEFAULTS) | not_in_table == {path for path, _ in leaves(ENGINE_DEFAULTS)}
 

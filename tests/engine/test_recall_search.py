@@ -108,24 +108,17 @@ def test_offset_makes_a_call_paginated_and_is_clamped() -> None:
 def test_filters_of_later_features_are_answered_not_ignored() -> None:
     cfg = config()
     args = parse_search_args(
-        {
-            "keywords": "网关",
-            "timeFrom": "2026-10",
-            "event": "空",
-            "events": [],
-            "assistantSaid": True,
-        },
-        cfg,
+        {"keywords": "网关", "event": "空", "events": [], "assistantSaid": True}, cfg
     )
-    assert args.unsupported == ("timeFrom",)  # 「空」 and [] ask for nothing
+    assert args.unsupported == () and not args.has_tags  # 「空」 and [] ask for nothing
     assert args.assistant_said is True  # a real parameter since issue 13: no warning
-    assert args.warnings == (texts.RECALL_TOOL_WARN_UNSUPPORTED.format(params="timeFrom"),)
-    only = parse_search_args({"persons": ["小明"]}, cfg)
-    assert only.error is None and only.keywords == ()
-    assert only.warnings == (texts.RECALL_TOOL_WARN_FILTERS_ONLY.format(params="persons"),)
-    answer = render_answer(only, None, [], cfg)
-    assert not answer.is_error and answer.value["found"] == 0
-    assert texts.RECALL_TOOL_WARN_FILTERS_ONLY.format(params="persons") in answer.text
+    assert args.warnings == ()
+    only = parse_search_args({"persons": ["小明"], "locations": "我家"}, cfg)
+    assert only.error is None and only.keywords == () and only.warnings == ()
+    assert only.persons == ("小明",) and only.locations == ("家",)  # constraints (issue 12)
+    bad = parse_search_args({"keywords": "网关", "persons": [1]}, cfg)
+    assert bad.persons == ()
+    assert bad.warnings == (texts.RECALL_TOOL_WARN_LABELS.format(field="persons", given="[1]"),)
 
 
 def test_no_keywords_and_no_filter_or_a_bad_type_is_refused() -> None:

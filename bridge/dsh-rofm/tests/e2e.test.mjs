@@ -70,8 +70,9 @@ describe('bridge ↔ real rofmd daemon: a whole conversation', { timeout: 60000 
     for (const hook of ['agent/inbox/inserted', 'agent/pre-step', 'agent/disposed']) {
       assert.equal(host.listeners(hook).length, 1, hook)
     }
-    assert.equal(host.listeners('session/event').length, 0, 'session/event only when the daemon lists it')
-    assert.deepEqual(bridge.link.init.listeners.includes('session/event'), false)
+    // passive archiving is on by default (rofmd's passive_scope "all"): listed, registered once
+    assert.equal(host.listeners('session/event').length, 1, 'session/event, as the daemon lists it')
+    assert.deepEqual(bridge.link.init.listeners.includes('session/event'), true)
     const cli = await rofmd(['status', '--socket', d.socket, '--json'])
     assert.equal(cli.code, 0, cli.stderr)
     const st = JSON.parse(cli.stdout)

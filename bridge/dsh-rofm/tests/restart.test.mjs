@@ -81,7 +81,7 @@ describe('the daemon dies and comes back mid-conversation', { timeout: 60000 }, 
     await within(bridge.link.whenReady(), 10000, 'the bridge to connect')
     assert.deepEqual(diskFolders(d.memoryRoot, SID), foldersBefore, 'nothing lost, nothing added')
     // the registrations survived the reconnection, once each
-    assert.deepEqual([...host.tools.keys()].sort(), ['memory_image', 'memory_judge', 'memory_recall'])
+    assert.deepEqual([...host.tools.keys()].sort(), ['memory_control', 'memory_forget', 'memory_image', 'memory_judge', 'memory_recall'])
     assert.equal(host.sections.size, 3)
     assert.equal(host.listeners('agent/pre-step').length, 1)
     await s.userSays('星港项目的 API 端口是多少?')

@@ -90,7 +90,8 @@ export async function startDaemon({ base = tempBase(), config } = {}) {
   const out = fs.openSync(p.log, 'a')
   const child = spawn(
     ROFMD_BIN,
-    ['serve', '--socket', p.socket, '--memory-root', p.memoryRoot, '--config-dir', p.configDir, '--log-format', 'json'],
+    // its own (absent) session logs to tail, never the machine user's
+    ['serve', '--socket', p.socket, '--memory-root', p.memoryRoot, '--config-dir', p.configDir, '--sessions-dir', path.join(base, 'sessions'), '--log-format', 'json'],
     { stdio: ['ignore', out, out], env: cleanEnv() },
   )
   fs.closeSync(out)
