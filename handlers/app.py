@@ -15,6 +15,7 @@ import anyio
 
 from engine.config import resolve_memory_root
 from handlers.config_state import ConfigState
+from handlers.metrics import Metrics
 from handlers.relevance_snapshots import save_loaded
 from handlers.sessions import SessionRegistry
 
@@ -55,6 +56,8 @@ class App:
         # which sessions `session/event` and the session-log tailer archive passively
         # (handlers.passive): "all", "channel" (QQ channel sessions) or "off"
         self.passive_scope = passive_scope
+        self.metrics = Metrics()
+        """Request counts and latencies, product events (`handlers.metrics`)."""
         self.sessions = SessionRegistry(
             self.memory_root, lambda: bool(self.config.config.storage.per_session)
         )

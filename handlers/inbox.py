@@ -195,6 +195,9 @@ async def _recall(
 
     with ctx.commit_guard():
         outcome = await anyio.to_thread.run_sync(work)
+    if outcome.recalled:
+        app.metrics.count("recalls")
+        app.metrics.count("recalled_memories", len(outcome.recalled))
     if outcome.ran:
         log.info(
             "recall",

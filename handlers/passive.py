@@ -183,6 +183,8 @@ async def session_event(
     for kind, message in out.warnings:
         log.warning("passive archive warning", session_key=state.key, kind=kind, detail=message)
     if out.outcome == "archived":
+        app.metrics.count("passive_archives")
+        app.metrics.count("archived_folders", len(out.written))
         log.info(
             "passive archive",
             session_key=state.key,

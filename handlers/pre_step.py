@@ -273,6 +273,9 @@ async def _maybe_archive(
             compaction = await anyio.to_thread.run_sync(
                 lambda: _commit(state, plan, params, ids, ctx.now_ms, cfg, warnings, listed)
             )
+        if compaction is not None:
+            app.metrics.count("archives")
+            app.metrics.count("archived_folders", len(compaction.get("folders") or ()))
     else:
         compaction = None
     if not plan.guarded:

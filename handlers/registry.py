@@ -51,6 +51,7 @@ _METHODS: dict[str, Method] = {
         Method("initialize", InitializeParams, system.initialize, needs_enabled=False),
         Method("ping", OptionalSessionParams, system.ping, needs_enabled=False),
         Method("status", NoParams, system.status, needs_enabled=False),
+        Method("metrics", NoParams, system.metrics, needs_enabled=False),
         Method("config/reload", NoParams, system.config_reload, needs_enabled=False),
         Method("prompt/sections", SessionParams, session_methods.prompt_sections),
         Method("agent/disposed", SessionParams, session_methods.agent_disposed, listener=True),

@@ -11,6 +11,7 @@ from handlers.context import RequestContext
 from handlers.damage import damage_status
 from handlers.errors import HandlerError
 from handlers.forget import memory_control_status
+from handlers.metrics import CONTENT_TYPE
 from handlers.params import InitializeParams, NoParams, OptionalSessionParams, SleepParams
 from handlers.sections import section_specs
 
@@ -99,6 +100,73 @@ async def status(app: App, params: NoParams, ctx: RequestContext) -> dict[str, A
     # memory_forget); only sessions with either
     snap["memoryControl"] = memory_control_status(app)
     return snap
+
+
+def _gauges(app: App, snap: dict[str, Any]) -> list[tuple[str, str, float, dict[str, str]]]:
+    """What the daemon holds now, for `metrics` (read on the event loop: counts, and a
+    sum over the loaded sessions' counters, never over folders)."""
+    tailer = snap.get("tailer") or {}
+    files = tailer.get("files") or []
+    pending = sum(st.store.index_stats.unscored for st in app.sessions.loaded_states())
+    rows: list[tuple[str, str, float, dict[str, str]]] = [
+        (
+            "rofmd_uptime_seconds",
+            "Seconds since the daemon started.",
+            snap.get("uptimeSeconds") or 0,
+            {},
+        ),
+        ("rofmd_connections", "Open client connections.", snap.get("connections") or 0, {}),
+        ("rofmd_requests_in_flight", "Requests queued or running.", snap.get("inFlight") or 0, {}),
+        (
+            "rofmd_requests_queued",
+            "Requests waiting behind their session's running one.",
+            sum((snap.get("queueDepths") or {}).values()),
+            {},
+        ),
+        ("rofmd_sessions_loaded", "Sessions held in memory.", app.sessions.loaded(), {}),
+        (
+            "rofmd_pending_folders",
+            "Folders of the loaded sessions waiting for memory_judge.",
+            pending,
+            {},
+        ),
+        (
+            "rofmd_config_generation",
+            "Config reloads applied (1: the start).",
+            app.config.generation,
+            {},
+        ),
+        (
+            "rofmd_stats_write_failures",
+            "Telemetry records that could not be written.",
+            app.sessions.stats_health.failures,
+            {},
+        ),
+        ("rofmd_tailer_logs", "Session logs the tailer follows.", len(files), {}),
+        (
+            "rofmd_tailer_lag_bytes",
+            "Bytes of the followed session logs not read yet.",
+            sum(int(f.get("lag") or 0) for f in files),
+            {},
+        ),
+    ]
+    return rows
+
+
+async def metrics_exposition(app: App) -> dict[str, Any]:
+    """The Prometheus text exposition (PROTOCOL.md §4 `metrics`), rendered in a worker
+    thread from a copy of the counters: the exposition library's first import alone
+    takes longer than the event loop may wait. Also what the metrics endpoint serves
+    (`rofmd.metrics_http`)."""
+    counted = app.metrics.snapshot()
+    gauges = _gauges(app, dict(app.info.status_snapshot()))
+    text = await anyio.to_thread.run_sync(lambda: counted.render(gauges))
+    return {"contentType": CONTENT_TYPE, "text": text}
+
+
+async def metrics(app: App, params: NoParams, ctx: RequestContext) -> dict[str, Any]:
+    """`metrics`: the exposition over the protocol socket (`rofmd metrics`)."""
+    return await metrics_exposition(app)
 
 
 async def config_reload(app: App, params: NoParams, ctx: RequestContext) -> dict[str, Any]:

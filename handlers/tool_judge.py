@@ -131,6 +131,7 @@ async def judge(
     if plan.touched:
         state.scoring_rounds_unjudged = 0
         state.request_new_series()
+    app.metrics.count("judged_folders", len(plan.changes))
     return ToolResult(plan.value, plan.text)
 
 

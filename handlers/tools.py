@@ -135,6 +135,7 @@ async def tools_call(app: App, params: ToolCallParams, ctx: RequestContext) -> d
     arguments = parse_arguments(params.arguments)
     state = await app.sessions.get(params.session.id)
     result = await tool.handler(app, state, arguments, params, ctx)
+    app.metrics.count_tool(params.name, result.is_error)
     answer = {
         "value": result.value,
         "content": [{"type": "text", "text": result.text}],

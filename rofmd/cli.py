@@ -37,6 +37,7 @@ LIGHT_COMMANDS = frozenset(
         "replay",
         "install-service",
         "repair-session-log",
+        "metrics",
     }
 )
 """Commands the parser can be built for without the `engine` and `simulate` ones."""
@@ -209,6 +210,18 @@ def damage_lines(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def cmd_metrics(args: argparse.Namespace) -> int:
+    """Print the daemon's metrics (Prometheus text exposition)."""
+    code, result = _client_call(args, "metrics")
+    if code:
+        return code
+    if args.json:
+        _print_json(result)
+    else:
+        sys.stdout.write(str(result.get("text", "")))
+    return 0
+
+
 def cmd_reload(args: argparse.Namespace) -> int:
     """Ask the daemon to reload its memory config."""
     code, result = _client_call(args, "config/reload")
@@ -318,6 +331,8 @@ SERVE_SETTINGS = (
     ("ROFMD_WATCH_CONFIG", "true"),
     ("ROFMD_DEBUG_METHODS", "false"),
     ("ROFMD_PASSIVE_SCOPE", "all (channel: QQ channel sessions only; off: none, no tailer)"),
+    ("ROFMD_METRICS_SOCKET", "unset (a path: GET /metrics over that Unix socket)"),
+    ("ROFMD_METRICS_PORT", "0 (off; N: GET /metrics on 127.0.0.1:N)"),
 )
 """The settings `serve` has no flag for, with their defaults (a test holds this list to
 `rofmd.settings.DaemonSettings`; written out so `--help` needs no pydantic)."""
@@ -391,6 +406,15 @@ def build_parser(*, full: bool = True) -> argparse.ArgumentParser:
     common(status)
     status.add_argument("--json", action="store_true", help="machine-readable output")
     status.set_defaults(func=cmd_status)
+
+    metrics = sub.add_parser(
+        "metrics", help="print a running daemon's metrics (Prometheus text exposition)"
+    )
+    common(metrics)
+    metrics.add_argument(
+        "--json", action="store_true", help="the answer as JSON (contentType and text)"
+    )
+    metrics.set_defaults(func=cmd_metrics)
 
     reload = sub.add_parser("reload", help="reload the memory config")
     common(reload)

@@ -26,11 +26,13 @@ from anyio.abc import SocketListener, SocketStream, TaskGroup
 from handlers.app import App, Paths
 from handlers.config_state import ConfigState
 from handlers.context import ConnectionState
+from handlers.system import metrics_exposition
 from rofmd import sdnotify
 from rofmd.connection import Connection
 from rofmd.dispatcher import Dispatcher
 from rofmd.eviction import SessionEviction
 from rofmd.memory_release import MemoryRelease
+from rofmd.metrics_http import metrics_listeners, serve_metrics
 from rofmd.settings import DaemonSettings
 from rofmd.sockets import (
     InstanceLock,
@@ -75,6 +77,7 @@ class Daemon:
         self._lock: InstanceLock | None = None
         self._bound_path: Path | None = None
         self._listeners: list[SocketListener] = []
+        self._metrics_path: Path | None = None
         self._shutdown: anyio.Event | None = None
         self.dispatcher: Dispatcher | None = None
         self.config = ConfigState.start(settings.config_dir, self.environ)
@@ -161,9 +164,10 @@ class Daemon:
         return [sock]
 
     def _cleanup(self) -> None:
-        if self._bound_path is not None:
-            with contextlib.suppress(OSError):
-                self._bound_path.unlink()
+        for path in (self._bound_path, self._metrics_path):
+            if path is not None:
+                with contextlib.suppress(OSError):
+                    path.unlink()
         if self._lock is not None:
             self._lock.release()
 
@@ -302,6 +306,11 @@ class Daemon:
             watcher_done.set()
         socks = self._open_sockets()
         try:
+            metrics_socks = metrics_listeners(
+                self.settings.metrics_socket, self.settings.metrics_port
+            )
+            if self.settings.metrics_socket is not None:
+                self._metrics_path = self.settings.metrics_socket
             self._listeners = [await SocketListener.from_socket(s) for s in socks]
             async with anyio.create_task_group() as root:
                 async with anyio.create_task_group() as work:
@@ -339,6 +348,10 @@ class Daemon:
                         if self.settings.watch_config:
                             root.start_soon(self._watch_config, watcher_done)
                         root.start_soon(self._watchdog)
+                        if metrics_socks:
+                            root.start_soon(
+                                serve_metrics, metrics_socks, lambda: metrics_exposition(self.app)
+                            )
                         root.start_soon(self.eviction.run)
                         root.start_soon(self.memory.run)
                         log.info(

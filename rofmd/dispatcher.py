@@ -22,6 +22,7 @@ about a third more in a thread, where the request's freshly parsed objects are c
 from __future__ import annotations
 
 import itertools
+import time
 import uuid
 from collections import Counter, deque
 from collections.abc import Callable, Coroutine
@@ -245,12 +246,30 @@ class Dispatcher:
                     self.on_lane_idle(key)
 
     async def _run_and_reply(self, job: Job) -> None:
+        started = time.perf_counter()
+        response: dict[str, Any] | None = None
         try:
             response = await self._run(job)
             if response is not None and job.call.has_id:
                 await job.reply(response)
         finally:
+            self._observe(job, response, time.perf_counter() - started)
             self._end(job)
+
+    def _observe(self, job: Job, response: dict[str, Any] | None, seconds: float) -> None:
+        """Count the request in the metrics: its method (`other` for a name no method
+        answers, so the label set stays bounded), outcome and latency."""
+        known = lookup(job.call.method, debug_methods=self.app.debug_methods) is not None
+        error = response.get("error") if response is not None else None
+        if not isinstance(error, dict):
+            outcome = "ok"
+        elif error.get("code") == REQUEST_CANCELLED:
+            outcome = "cancelled"
+        elif isinstance(error.get("data"), dict) and error["data"].get("reason") == "timeout":
+            outcome = "timeout"
+        else:
+            outcome = "error"
+        self.app.metrics.observe_request(job.call.method if known else "other", outcome, seconds)
 
     async def _run(self, job: Job) -> dict[str, Any] | None:
         call = job.call

@@ -76,8 +76,15 @@ class DaemonSettings(BaseSettings):
     max_loaded_sessions: int = Field(default=256, ge=0)
     watch_config: bool = True
     debug_methods: bool = False
+    # The metrics endpoint (rofmd.metrics_http): `GET /metrics` on a second Unix socket
+    # and/or a loopback TCP port; both off by default (the protocol's `metrics` request
+    # and `rofmd metrics` need neither).
+    metrics_socket: Path | None = None
+    metrics_port: int = Field(default=0, ge=0, le=65535)
 
-    @field_validator("socket_path", "config_dir", "memory_root", "state_dir", "sessions_dir")
+    @field_validator(
+        "socket_path", "config_dir", "memory_root", "state_dir", "sessions_dir", "metrics_socket"
+    )
     @classmethod
     def _absolute(cls, value: Path | None) -> Path | None:
         """Paths are fixed at start (`~` expanded, made absolute): the daemon's behaviour
