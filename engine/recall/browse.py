@@ -18,7 +18,7 @@ from engine.config import MemoryConfig
 from engine.recall.candidates import CandidateIndex
 from engine.recall.constraint import Constraint, combined_allowed, filter_counts
 from engine.recall.fair import Pick
-from engine.recall.search import PAGE_WINDOW, SearchPage
+from engine.recall.search import PAGE_WINDOW, SearchPage, open_page
 
 __all__ = ["BROWSE_LANE", "BROWSE_MODE", "browse", "event_start"]
 
@@ -44,14 +44,8 @@ def browse(
 ) -> SearchPage:
     """One page of what `constraints` allow (module docstring)."""
     rc = cfg.recall
-    page = SearchPage(BROWSE_MODE, offset is not None, offset or 0, limit)
-    page.constraints = tuple(constraints)
-    if not rc.enabled or rc.first_gen_max <= 0:
-        page.miss_type = "off"
-        return page
-    stop = next((c.stop for c in constraints if c.stop), None)
-    if stop is not None:
-        page.miss_type = stop
+    page = open_page(BROWSE_MODE, cfg, limit, offset, constraints)
+    if page.miss_type is not None:
         return page
     allowed = combined_allowed(constraints)
     if allowed is None:

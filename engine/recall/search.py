@@ -121,6 +121,23 @@ class SearchPage:
         return counts
 
 
+def open_page(
+    mode: str, cfg: MemoryConfig, limit: int, offset: int | None, constraints: Sequence[Constraint]
+) -> SearchPage:
+    """A call's page before any selection, already answered (`miss_type` set) when recall
+    is off or a constraint stops the call (an ambiguous event, an unknown tag, …)."""
+    rc = cfg.recall
+    page = SearchPage(mode, offset is not None, offset or 0, limit)
+    page.constraints = tuple(constraints)
+    if not rc.enabled or rc.first_gen_max <= 0:
+        page.miss_type = "off"
+        return page
+    stop = next((c.stop for c in constraints if c.stop), None)
+    if stop is not None:
+        page.miss_type = stop
+    return page
+
+
 def keyword_query(
     keywords: Iterable[str], cfg: MemoryConfig, *, assistant: AssistantQuery | None = None
 ) -> Query:
@@ -234,14 +251,8 @@ def search(
     """Select one call's folders (module docstring); `state` is not changed."""
     rc = cfg.recall
     mode = rc.mode
-    page = SearchPage(mode, offset is not None, offset or 0, limit)
-    page.constraints = tuple(constraints)
-    if not rc.enabled or rc.first_gen_max <= 0:
-        page.miss_type = "off"
-        return page
-    stop = next((c.stop for c in constraints if c.stop), None)
-    if stop is not None:
-        page.miss_type = stop
+    page = open_page(mode, cfg, limit, offset, constraints)
+    if page.miss_type is not None:
         return page
     unrestricted = query
     query = restricted(query, combined_allowed(constraints))
