@@ -15,9 +15,9 @@ import pytest
 
 from engine import texts
 from tests.archive_fixtures import Surface, floored_params
-from tests.e2e.harness import DaemonProcess, LineSocket, running_daemon
+from tests.e2e.client import Client as SharedClient
+from tests.e2e.harness import DaemonProcess, running_daemon
 
-CAPS = {"tokenMeter": True, "systemPrompt": True, "tools": True, "attachments": True}
 TOPICS: dict[str, tuple[str, dict[str, Any]]] = {
     "kyoto": (
         "日本旅行我们订了京都站旁边的酒店。",
@@ -52,46 +52,13 @@ def daemon() -> Iterator[DaemonProcess]:
         yield d
 
 
-class Client:
-    """One initialised connection; answers must be results."""
-
-    def __init__(self, d: DaemonProcess) -> None:
-        self.d = d
-        self.sock = LineSocket(d.socket_path, timeout=60)
-        self.n = 0
-        self.call("initialize", {"protocolVersion": 1, "capabilities": CAPS})
-
-    def call(self, method: str, params: Any) -> Any:
-        self.n += 1
-        answer = self.sock.call(self.n, method, params)
-        assert "result" in answer, answer
-        return answer["result"]
-
-    def tool(self, sid: str, name: str, arguments: Any) -> Any:
-        params = {"session": {"id": sid}, "turn": 1, "callId": f"c{self.n}"}
-        return self.call("tools/call", {**params, "name": name, "arguments": arguments})
+class Client(SharedClient):
+    """The shared client whose memory_recall answers must not be errors."""
 
     def recall(self, sid: str, **arguments: Any) -> Any:
         res = self.tool(sid, "memory_recall", arguments)
         assert res["isError"] is False, res
         return res
-
-    def ask(self, sid: str, text: str) -> Any:
-        message = {
-            "id": f"u{self.n}",
-            "role": "user",
-            "content": [{"type": "text", "text": text}],
-            "source": {"kind": "user"},
-        }
-        return self.call("agent/inbox/inserted", {"session": {"id": sid}, "message": message})
-
-    def configure(self, config: dict[str, Any]) -> None:
-        (self.d.config_dir / "config.json").write_bytes(orjson.dumps(config))
-        reloaded = self.call("config/reload", {})
-        assert reloaded["ok"], reloaded
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 @pytest.fixture

@@ -21,37 +21,21 @@ import pytest
 from engine import texts
 from engine.recall.hygiene import HYGIENE_FILE
 from tests.archive_fixtures import Surface, floored_params
-from tests.e2e.harness import DaemonProcess, LineSocket, running_daemon, short_tmpdir
+from tests.e2e.client import Client as SharedClient
+from tests.e2e.harness import DaemonProcess, running_daemon, short_tmpdir
 
-CAPS = {"tokenMeter": True, "systemPrompt": True, "tools": True, "attachments": True}
 GATEWAY = ("星港项目的接口网关端口是 8080，灰度比例 10%。", "收到，接口网关 8080，灰度 10%。")
 QUESTION = "星港项目的接口网关端口是多少？"
 
 
-class Client:
+class Client(SharedClient):
+    """Tool calls at turn 40; the gateway question by default."""
+
     def __init__(self, d: DaemonProcess) -> None:
-        self.sock = LineSocket(d.socket_path, timeout=60)
-        self.n = 0
-        self.init = self.call("initialize", {"protocolVersion": 1, "capabilities": CAPS})
+        super().__init__(d, tool_turn=40)
 
-    def call(self, method: str, params: Any) -> Any:
-        self.n += 1
-        answer = self.sock.call(self.n, method, params)
-        assert "result" in answer, answer
-        return answer["result"]
-
-    def tool(self, sid: str, name: str, arguments: Any) -> Any:
-        params = {"session": {"id": sid}, "turn": 40, "callId": f"c{self.n}"}
-        return self.call("tools/call", {**params, "name": name, "arguments": arguments})
-
-    def ask(self, sid: str, text: str = QUESTION) -> Any:
-        message = {
-            "id": f"u{self.n}",
-            "role": "user",
-            "content": [{"type": "text", "text": text}],
-            "source": {"kind": "user"},
-        }
-        return self.call("agent/inbox/inserted", {"session": {"id": sid}, "message": message})
+    def ask(self, sid: str, text: str = QUESTION, kind: str = "user") -> Any:
+        return super().ask(sid, text, kind)
 
     def recall_ids(self, sid: str) -> list[str]:
         res = self.tool(

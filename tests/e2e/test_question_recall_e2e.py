@@ -13,9 +13,9 @@ import pytest
 
 from engine import texts
 from tests.archive_fixtures import Surface, floored_params
-from tests.e2e.harness import DaemonProcess, LineSocket, running_daemon
+from tests.e2e.client import Client
+from tests.e2e.harness import DaemonProcess, running_daemon
 
-CAPS = {"tokenMeter": True, "systemPrompt": True, "tools": True, "attachments": True}
 GATEWAY = ("星港项目的接口网关端口是 8080，灰度比例 10%。", "收到，接口网关 8080，灰度 10%。")
 TRIP = ("日本旅行我们订了京都站旁边的酒店。", "好的，京都站旁边的酒店记下了。")
 PROMISE = ("我的名字太普通了，给我起个外号吧！", "好呀，以后我就叫你小鲸。")
@@ -28,43 +28,6 @@ ASKED = "你之前说过叫我什么？"
 def daemon() -> Iterator[DaemonProcess]:
     with running_daemon() as d:
         yield d
-
-
-class Client:
-    """One initialised connection; answers must be results."""
-
-    def __init__(self, d: DaemonProcess) -> None:
-        self.d = d
-        self.sock = LineSocket(d.socket_path, timeout=60)
-        self.n = 0
-        self.call("initialize", {"protocolVersion": 1, "capabilities": CAPS})
-
-    def call(self, method: str, params: Any) -> Any:
-        self.n += 1
-        answer = self.sock.call(self.n, method, params)
-        assert "result" in answer, answer
-        return answer["result"]
-
-    def tool(self, sid: str, name: str, arguments: Any) -> Any:
-        params = {"session": {"id": sid}, "turn": 1, "callId": f"c{self.n}"}
-        return self.call("tools/call", {**params, "name": name, "arguments": arguments})
-
-    def ask(self, sid: str, text: str) -> Any:
-        message = {
-            "id": f"u{self.n}",
-            "role": "user",
-            "content": [{"type": "text", "text": text}],
-            "source": {"kind": "user"},
-        }
-        return self.call("agent/inbox/inserted", {"session": {"id": sid}, "message": message})
-
-    def configure(self, config: dict[str, Any]) -> None:
-        (self.d.config_dir / "config.json").write_bytes(orjson.dumps(config))
-        reloaded = self.call("config/reload", {})
-        assert reloaded["ok"], reloaded
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 @pytest.fixture

@@ -6,16 +6,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
 
 from engine import texts
 from tests.archive_fixtures import Surface, floored_params
-from tests.e2e.harness import DaemonProcess, LineSocket, running_daemon
+from tests.e2e.client import Client
+from tests.e2e.harness import DaemonProcess, running_daemon
 
-CAPS = {"tokenMeter": True, "systemPrompt": True, "tools": True, "attachments": True}
 GATEWAY = ("星港项目的接口网关端口是 8080，灰度比例 10%。", "收到，接口网关 8080，灰度 10%。")
 _ENTRY = re.compile(r"^### 回忆 \d+ · ", re.M)
 
@@ -24,40 +23,6 @@ _ENTRY = re.compile(r"^### 回忆 \d+ · ", re.M)
 def daemon() -> Iterator[DaemonProcess]:
     with running_daemon() as d:
         yield d
-
-
-class Client:
-    """One initialised connection; request ids count up; answers must be results."""
-
-    def __init__(self, d: DaemonProcess) -> None:
-        self.sock = LineSocket(d.socket_path, timeout=60)
-        self.n = 0
-        self.init = self.call("initialize", {"protocolVersion": 1, "capabilities": CAPS})
-
-    def call(self, method: str, params: Any) -> Any:
-        self.n += 1
-        answer = self.sock.call(self.n, method, params)
-        assert "result" in answer, answer
-        return answer["result"]
-
-    def tool(self, sid: str, name: str, arguments: Any, turn: int = 1) -> Any:
-        params = {"session": {"id": sid}, "turn": turn, "callId": f"c{self.n}"}
-        return self.call("tools/call", {**params, "name": name, "arguments": arguments})
-
-    def recall(self, sid: str, **arguments: Any) -> Any:
-        return self.tool(sid, "memory_recall", arguments)
-
-    def user_message(self, sid: str, text: str, kind: str = "user") -> Any:
-        message = {
-            "id": f"u{self.n}",
-            "role": "user",
-            "content": [{"type": "text", "text": text}],
-            "source": {"kind": kind},
-        }
-        return self.call("agent/inbox/inserted", {"session": {"id": sid}, "message": message})
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 @pytest.fixture
@@ -147,7 +112,7 @@ def test_recall_finds_a_judged_memory_in_the_block_form(
     assert "user: " + GATEWAY[0] in text
     assert texts.RECALL_TOOL_TRUST_NOTE in text
     # the same memory in the automatic recall block: the same entry, heading and body
-    block = client.user_message(sid, "星港项目的接口网关端口是多少？")
+    block = client.ask(sid, "星港项目的接口网关端口是多少？")
     assert gateway in block["recalled"]
     recall_text = block["sections"][0]["text"]
     tool_entry = entries(text)[0]
@@ -242,10 +207,10 @@ def test_strikes_warn_at_three_disable_at_six_and_a_user_message_restores(
     assert seventh["isError"] is True
     assert seventh["content"][0]["text"].startswith(texts.RECALL_TOOL_REFUSED.format(n=6))
     # a host message is no user message: still refused
-    client.user_message(sid, "runtime note", kind="runtime-context")
+    client.ask(sid, "runtime note", kind="runtime-context")
     assert client.recall(sid, keywords="随便")["isError"] is True
     # the next real user message opens a new turn: the tool is back, counting from 1
-    client.user_message(sid, "我们继续")
+    client.ask(sid, "我们继续")
     back = client.recall(sid, keywords="还是不存在")
     assert back["isError"] is False and back["value"]["strikes"] == 1
 
@@ -257,7 +222,7 @@ def test_pagination_writes_no_recall_state_in_fair_mode() -> None:
     with running_daemon(config={"recall": {"mode": "fair"}}) as d:
         c = Client(d)
         gateway, others = archive_and_judge(d, c, sid)
-        assert gateway in c.user_message(sid, "星港项目的接口网关端口是多少？")["recalled"]
+        assert gateway in c.ask(sid, "星港项目的接口网关端口是多少？")["recalled"]
         path = session_dir(d, sid) / "recall-state.json"
         before = path.read_bytes()
         pages = [c.recall(sid, keywords="配置文件", limit=1, offset=k)["value"] for k in (0, 1)]

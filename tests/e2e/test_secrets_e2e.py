@@ -19,38 +19,16 @@ import pytest
 
 from engine import texts
 from tests.archive_fixtures import Surface, floored_params
-from tests.e2e.harness import DaemonProcess, LineSocket, running_daemon
+from tests.e2e.client import Client as SharedClient
+from tests.e2e.harness import DaemonProcess, running_daemon
 from tests.secrets_corpus import ORDINARY, PLACEHOLDER_LINE, PLANTED, SECRET_VALUES, Planted
 
-CAPS = {"tokenMeter": True, "systemPrompt": True, "tools": True, "attachments": True}
 
+class Client(SharedClient):
+    """Tool calls at turn 90, user messages at turn 91 (after the archived ones)."""
 
-class Client:
     def __init__(self, d: DaemonProcess) -> None:
-        self.sock = LineSocket(d.socket_path, timeout=60)
-        self.n = 0
-        self.init = self.call("initialize", {"protocolVersion": 1, "capabilities": CAPS})
-
-    def call(self, method: str, params: Any) -> Any:
-        self.n += 1
-        answer = self.sock.call(self.n, method, params)
-        assert "result" in answer, answer
-        return answer["result"]
-
-    def tool(self, sid: str, name: str, arguments: Any) -> Any:
-        params = {"session": {"id": sid}, "turn": 90, "callId": f"c{self.n}"}
-        return self.call("tools/call", {**params, "name": name, "arguments": arguments})
-
-    def user_message(self, sid: str, text: str) -> Any:
-        message = {
-            "id": f"u{self.n}",
-            "role": "user",
-            "content": [{"type": "text", "text": text}],
-            "source": {"kind": "user"},
-        }
-        return self.call(
-            "agent/inbox/inserted", {"session": {"id": sid}, "message": message, "turn": 91}
-        )
+        super().__init__(d, tool_turn=90, message_turn=91)
 
 
 def _plant(s: Surface, p: Planted, i: int) -> None:
@@ -166,7 +144,7 @@ def test_no_secret_byte_under_the_memory_root_and_ordinary_text_intact(
     judge_all(c, session, sid)
     # automatic recall on a message that itself carries a secret: the block, its clause
     # line and the recall state never see the value
-    block = c.user_message(sid, f"部署的密钥管理怎么做？顺便 password={PLANTED[0].value}")
+    block = c.ask(sid, f"部署的密钥管理怎么做？顺便 password={PLANTED[0].value}")
     recall = block["sections"][0]["text"]
     assert block["recalled"] and "[secret:" in recall
     assert not [v for v in SECRET_VALUES if any(f.decode() in recall for f in forms(v))]
@@ -191,7 +169,7 @@ def test_a_secret_looking_query_is_not_searched(
         assert res["content"][0]["text"] == texts.RECALL_TOOL_SECRET_QUERY
     assert stats.read_bytes() == before  # nothing searched, nothing recorded
     # a message that is nothing but a secret runs no recall round at all
-    only = c.user_message(sid, PLANTED[2].value)
+    only = c.ask(sid, PLANTED[2].value)
     assert only["recalled"] == []
 
 

@@ -22,9 +22,9 @@ import pytest
 from engine import texts
 from rofmd.cli import main
 from tests.archive_fixtures import Surface, floored_params
-from tests.e2e.harness import DaemonProcess, LineSocket, running_daemon, short_tmpdir
+from tests.e2e.client import Client
+from tests.e2e.harness import DaemonProcess, running_daemon, short_tmpdir
 
-CAPS = {"tokenMeter": True, "systemPrompt": True, "tools": True, "attachments": True}
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 SANTIAGO = ZoneInfo("America/Santiago")
 HANGZHOU = "昨天去了杭州，西湖边的茶馆很安静。"
@@ -34,26 +34,6 @@ DST_FIRST_INSTANT = int(datetime(2026, 9, 6, 4, 0, tzinfo=UTC).timestamp() * 100
 
 def _ms(dt: datetime) -> int:
     return int(dt.timestamp() * 1000)
-
-
-class Client:
-    def __init__(self, d: DaemonProcess) -> None:
-        self.sock = LineSocket(d.socket_path, timeout=60)
-        self.n = 0
-        self.call("initialize", {"protocolVersion": 1, "capabilities": CAPS})
-
-    def call(self, method: str, params: Any) -> Any:
-        self.n += 1
-        answer = self.sock.call(self.n, method, params)
-        assert "result" in answer, answer
-        return answer["result"]
-
-    def tool(self, sid: str, name: str, arguments: Any, turn: int = 1) -> Any:
-        params = {"session": {"id": sid}, "turn": turn, "callId": f"c{self.n}"}
-        return self.call("tools/call", {**params, "name": name, "arguments": arguments})
-
-    def recall(self, sid: str, **arguments: Any) -> Any:
-        return self.tool(sid, "memory_recall", arguments)
 
 
 @dataclass
