@@ -12,14 +12,16 @@ import anyio
 import orjson
 
 from bench.archive import run_archive
+from bench.inbox import run_inbox
 from bench.judge import run_judge_bench
 from bench.ping import run_ping
 from bench.ranked import run_ranked_bench
 from bench.recall import run_recall_bench
+from bench.rss import breakdown, run_rss
 from bench.status import run_status
 from tests.e2e.harness import running_daemon
 
-_PARTS = ("ping", "archive", "recall", "ranked", "judge", "status")
+_PARTS = ("ping", "archive", "recall", "ranked", "judge", "status", "inbox", "rss")
 
 
 def _print_rows(title: str, rows: list[dict[str, Any]]) -> None:
@@ -76,6 +78,26 @@ def main(argv: list[str] | None = None) -> int:
             " writing the same meta.json bytes atomically; bytes through the store's fs seam)",
             judge_rows,
         )
+    if "inbox" in parts:
+        inbox_rows = run_inbox(3, 10, **({"sessions": 4, "folders": 2000} if args.quick else {}))
+        results["inbox"] = inbox_rows
+        _print_rows(
+            "agent/inbox/inserted on loaded sessions (ranked recall; medians of 3 repetitions;"
+            " ratios: to the ping p50 of the same clients just before, interleaved)",
+            inbox_rows,
+        )
+    if "rss" in parts:
+        folders = 2000 if args.quick else 100_000
+        rss_rows = run_rss(3 if scale == 1 else 1, 100 // scale, folders=folders)
+        results["rss"] = rss_rows
+        _print_rows(
+            "daemon resident size after load and recall rounds (one session; a fresh daemon"
+            " per mode, modes alternated; goal at 10^5 folders: <= 200 MB)",
+            rss_rows,
+        )
+        parts_row = breakdown(folders)
+        results["rss_breakdown"] = parts_row
+        _print_rows("where the bytes are (traced in this process, one loaded session)", [parts_row])
     out = args.json or Path("bench/results/latest.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2))

@@ -24,6 +24,7 @@ and `contextWindow` (caps the block at `recall.maxWindowPercent`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -35,6 +36,7 @@ from engine.recall.assistant_said import message_query_info
 from engine.secrets.redact import query_text
 from handlers.context import RequestContext
 from handlers.forget import ensure_hygiene
+from handlers.long_lived import long_lived
 from handlers.params import Message, Millis, SafeInt, Session, TokenCount, Wire
 from handlers.recall_state import (
     candidate_index,
@@ -170,8 +172,14 @@ async def _recall(
     now_ms = params.time if params.time and params.time > 0 else ctx.now_ms
     turn = params.turn if params.turn is not None else _turn_hint(state, rs)
 
+    ranked = cfg.recall.mode == "ranked"
+    # the first round of a session builds its indexes, which live as long as it
+    first = state.recall_index is None or (ranked and state.relevance_index is None)
+
     def work() -> RoundOutcome:
-        index = candidate_index(state, cfg)
+        with long_lived() if first else nullcontext():
+            index = candidate_index(state, cfg)
+            relevance = relevance_index(state, cfg) if ranked else None
         query = analyze_query(text, cfg)
         outcome = run_round(
             state.store,
@@ -183,7 +191,7 @@ async def _recall(
             turn=turn,
             session_key=state.key,
             context_window=state.context_window,
-            relevance=relevance_index(state, cfg) if cfg.recall.mode == "ranked" else None,
+            relevance=relevance,
         )
         note_round(state, outcome)
         rs.remember_message(message_id)

@@ -36,6 +36,7 @@ from engine.recall_view import RecallBlockView
 from engine.store import LoadReport, SessionStore, open_session, safe_session_id
 from handlers.archive_state import ArchiveState
 from handlers.damage import DamageLedger
+from handlers.long_lived import long_lived, thaw
 from handlers.relevance_snapshots import on_unload
 from handlers.session_residue import Residue, capture, releasable, restore
 from handlers.stats_health import StatsHealth
@@ -156,11 +157,14 @@ class SessionRegistry:
         if state is None:
             root = self._root()
             per_session = self._per_session()
-            store = await anyio.to_thread.run_sync(
-                lambda: open_session(
-                    root, session_id, per_session=per_session, create=not read_only
-                )
-            )
+
+            def opened() -> SessionStore:
+                with long_lived():  # the index lives as long as the session
+                    return open_session(
+                        root, session_id, per_session=per_session, create=not read_only
+                    )
+
+            store = await anyio.to_thread.run_sync(opened)
             # unreported archives: reinstated, or rolled back if never answered, before
             # any request of the session sees the store
             archive = await anyio.to_thread.run_sync(lambda: ArchiveState.load(store))
@@ -218,6 +222,7 @@ class SessionRegistry:
         return True
 
     def _unloaded(self, key: str, reason: str) -> None:
+        thaw()  # its cycles, if any, were frozen with it
         self._used_ms.pop(key, None)
         self.released[reason] += 1
         if self.on_release is not None:

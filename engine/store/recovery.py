@@ -47,6 +47,7 @@ from engine.store.errors import CorruptFolderError
 from engine.store.folders import read_meta, validate_folder
 from engine.store.ids import is_folder_id, is_safe_name
 from engine.store.images import ImagesIndex, image_row
+from engine.store.index_entry import IndexEntry
 from engine.store.indexfile import (
     IndexStatus,
     file_size,
@@ -57,7 +58,7 @@ from engine.store.indexfile import (
     write_index,
 )
 from engine.store.layout import JOURNAL_PREFIX, STAGING_PREFIX, SessionPaths
-from engine.store.records import FolderMeta, IndexEntry, JournalRecord, index_row_from_meta
+from engine.store.records import FolderMeta, JournalRecord, index_row_from_meta
 
 __all__ = ["CorruptFolder", "JournalOutcome", "LoadReport", "RecoveredState", "recover"]
 
@@ -122,8 +123,8 @@ class LoadReport:
 class RecoveredState:
     """The consistent in-memory state a :class:`SessionStore` starts from."""
 
-    rows: dict[str, dict[str, Any]]
     entries: dict[str, IndexEntry]
+    """Folder id -> its index entry, in index order (each gives its row back exactly)."""
     index_extra: dict[str, Any]
     images: ImagesIndex
     report: LoadReport
@@ -138,7 +139,6 @@ class _Recovery:
     def __init__(self, paths: SessionPaths) -> None:
         self.paths = paths
         self.report = LoadReport()
-        self.rows: dict[str, dict[str, Any]] = {}
         self.entries: dict[str, IndexEntry] = {}
         self.by_key: dict[str, str] = {}
         self.index_changed = False
@@ -151,7 +151,7 @@ class _Recovery:
 
     # -- helpers ---------------------------------------------------------
     def _ensure_images(self) -> None:
-        self.images.ensure_loaded(lambda: list(self.rows))
+        self.images.ensure_loaded(lambda: list(self.entries))
         for folder_id, reason in self.images.unreadable:
             self._unreadable(folder_id, reason)
         self.images.unreadable.clear()
@@ -161,16 +161,13 @@ class _Recovery:
             self.report.corrupt_folders.append(CorruptFolder(folder_id, reason))
 
     def _add(self, meta: FolderMeta) -> None:
-        row = index_row_from_meta(meta)
-        self.rows[meta.id] = row
-        self.entries[meta.id] = IndexEntry.model_validate(row)
+        self.entries[meta.id] = IndexEntry.model_validate(index_row_from_meta(meta))
         if meta.idempotencyKey is not None:
             self.by_key.setdefault(meta.idempotencyKey, meta.id)
         self.index_changed = True
 
     def _drop(self, folder_id: str) -> None:
-        if self.rows.pop(folder_id, None) is not None:
-            self.entries.pop(folder_id, None)
+        if self.entries.pop(folder_id, None) is not None:
             self.index_changed = True
 
     # -- phases ----------------------------------------------------------
@@ -198,23 +195,18 @@ class _Recovery:
         return sorted(journals), sorted(staging)
 
     def load_index(self) -> dict[str, Any]:
-        raw, extra, status = read_index(self.paths)
+        checked, extra, status = read_index(self.paths, _checked)
         self.report.index_status = status
         self.index_changed = status == "corrupt"
-        for item in raw:
-            item_id = item.get("id") if isinstance(item, dict) else None
-            try:
-                entry = IndexEntry.model_validate(item)
-            except ValidationError:
-                self.report.dropped_entries.append(str(item_id))
+        for entry in checked:
+            if not isinstance(entry, IndexEntry):
+                self.report.dropped_entries.append(str(entry))
                 self.index_changed = True
                 continue
-            if not is_folder_id(entry.id) or entry.id in self.rows:
+            if not is_folder_id(entry.id) or entry.id in self.entries:
                 self.report.dropped_entries.append(entry.id)
                 self.index_changed = True
                 continue
-            assert isinstance(item, dict)
-            self.rows[entry.id] = item
             self.entries[entry.id] = entry
             if entry.idempotencyKey is not None:
                 self.by_key.setdefault(entry.idempotencyKey, entry.id)
@@ -225,26 +217,31 @@ class _Recovery:
         self.log_bytes = log.size
         self.report.log_records = len(log.records)
         self.report.log_skipped = log.skipped
-        replay = replay_index_log(self.rows, log)
+        # the rows the log names, as index.json has them (the log touches only those)
+        named = {item.folder_id for record in log.records for item in record}
+        rows = {fid: self.entries[fid].row() for fid in named if fid in self.entries}
+        replay = replay_index_log(rows, log)
         recheck = replay.conflicts | replay.before_last.keys()
         for fid, row in replay.original.items():
-            if fid in recheck or row is self.rows[fid]:
+            if fid in recheck or row is rows[fid]:
                 continue
             try:
-                self.entries[fid] = IndexEntry.model_validate(self.rows[fid])
+                self.entries[fid] = IndexEntry.model_validate(rows[fid])
             except ValidationError:
                 recheck.add(fid)
                 replay.conflicts.add(fid)
         if replay.conflicts:
             self.index_changed = True  # fold the log in now: it disagrees with index.json
         for fid in sorted(recheck):
-            base = replay.before_last.get(fid, self.rows[fid])
-            self._recheck(fid, base, replay.original[fid])
+            base = replay.before_last.get(fid, rows[fid])
+            self._recheck(fid, rows[fid], base, replay.original[fid])
 
-    def _recheck(self, fid: str, base: dict[str, Any], original: dict[str, Any]) -> None:
-        """Make a logged row its meta's: ``base`` is the row the meta was written over,
-        ``original`` the row of ``index.json`` (kept if nothing better validates)."""
-        logged = self.rows[fid]
+    def _recheck(
+        self, fid: str, logged: dict[str, Any], base: dict[str, Any], original: dict[str, Any]
+    ) -> None:
+        """Make a logged row its meta's: ``logged`` is the row the log left, ``base`` the
+        row the meta was written over, ``original`` the row of ``index.json`` (kept if
+        nothing better validates)."""
         try:
             row = index_row_from_meta(read_meta(self.paths, fid), base)
         except CorruptFolderError as exc:
@@ -254,7 +251,6 @@ class _Recovery:
             entry = IndexEntry.model_validate(row)
         except ValidationError:
             row, entry = original, IndexEntry.model_validate(original)
-        self.rows[fid] = row
         self.entries[fid] = entry
         if row != logged:
             self.report.reindexed.append(fid)
@@ -268,17 +264,18 @@ class _Recovery:
             doc = read_json(marker)
             ids = [i for i in doc.get("folders", []) if isinstance(i, str)]
         except (CorruptJSONError, OSError, AttributeError):
-            ids = list(self.rows)
+            ids = list(self.entries)
         for folder_id in ids:
-            if folder_id not in self.rows:
+            entry = self.entries.get(folder_id)
+            if entry is None:
                 continue
             try:
                 meta = read_meta(self.paths, folder_id)
             except CorruptFolderError as exc:
                 self._unreadable(folder_id, exc.reason)
                 continue
-            self.rows[folder_id] = index_row_from_meta(meta, self.rows[folder_id])
-            self.entries[folder_id] = IndexEntry.model_validate(self.rows[folder_id])
+            row = index_row_from_meta(meta, entry.row())
+            self.entries[folder_id] = IndexEntry.model_validate(row)
             self.report.reindexed.append(folder_id)
             self.index_changed = True
         self.to_unlink.append(marker)
@@ -320,7 +317,7 @@ class _Recovery:
         kept: set[str] = set()
         for folder_id in folders:
             jsonio.fs.rmtree(self.paths.staging(folder_id))
-            if folder_id in self.rows:
+            if folder_id in self.entries:
                 kept.add(folder_id)
                 continue
             if folder_id not in self.folder_dirs:
@@ -379,7 +376,7 @@ class _Recovery:
 
     def orphans(self) -> None:
         adopted: list[FolderMeta] = []
-        for folder_id in sorted(self.folder_dirs - self.rows.keys() - self.removed):
+        for folder_id in sorted(self.folder_dirs - self.entries.keys() - self.removed):
             try:
                 meta = validate_folder(self.paths, folder_id)
             except CorruptFolderError as exc:
@@ -396,10 +393,18 @@ class _Recovery:
             self.report.adopted.append(meta.id)
 
     def missing(self) -> None:
-        for folder_id in [f for f in self.rows if f not in self.folder_dirs]:
+        for folder_id in [f for f in self.entries if f not in self.folder_dirs]:
             self._drop(folder_id)
             if folder_id not in self.removed:
                 self.report.missing_folders.append(folder_id)
+
+
+def _checked(item: Any) -> IndexEntry | str:
+    """A row of ``index.json`` as its entry, or (refused) the id it names, as text."""
+    try:
+        return IndexEntry.model_validate(item)
+    except ValidationError:
+        return str(item.get("id") if isinstance(item, dict) else None)
 
 
 def recover(paths: SessionPaths) -> RecoveredState:
@@ -418,11 +423,11 @@ def recover(paths: SessionPaths) -> RecoveredState:
     rec.orphans()
     rec.missing()
     index_bytes = file_size(paths.index)
-    if rec.index_changed and (rec.rows or rec.report.index_status != "missing"):
-        index_bytes = write_index(paths, rec.rows.values(), extra)
+    if rec.index_changed and (rec.entries or rec.report.index_status != "missing"):
+        index_bytes = write_index(paths, (e.row() for e in rec.entries.values()), extra)
         rec.report.index_rewritten = True
         rec.log_bytes = _drop_log(paths, rec.log_bytes)
-    elif not rec.rows:
+    elif not rec.entries:
         rec.log_bytes = _drop_log(paths, rec.log_bytes)  # nothing it could apply to
     if rec.images_changed:
         rec.images.write()
@@ -430,9 +435,8 @@ def recover(paths: SessionPaths) -> RecoveredState:
         jsonio.fs.unlink(path)
     if rec.to_unlink or staging:
         jsonio.fs.fsync_dir(paths.dir)
-    seen = set(rec.folder_dirs) | set(rec.rows)
+    seen = set(rec.folder_dirs) | set(rec.entries)
     return RecoveredState(
-        rows=rec.rows,
         entries=rec.entries,
         index_extra=extra,
         images=rec.images,

@@ -3,8 +3,9 @@
 Why in memory: recall runs on every user message and must not touch the disk
 for candidates (reference §6 "热路径 … 内存数组匹配"). The index is loaded once
 at :func:`open_session` (which runs recovery), kept in a dict keyed by folder
-id, and made durable after every change; nothing scans the directory after
-load. An archive commit or rollback rewrites ``index.json`` atomically (about
+id (each row held once, as a compact :class:`~engine.store.index_entry.IndexEntry`
+that gives the row back exactly), and made durable after every change; nothing
+scans the directory after load. An archive commit or rollback rewrites ``index.json`` atomically (about
 0.1 s at 10⁵ folders); a meta update (``memory_judge``) appends the changed rows
 to ``index.log.jsonl`` instead, so its cost follows the folders it changes, not
 the index (:mod:`engine.store.indexfile`).
@@ -31,6 +32,7 @@ from engine.store.errors import (
 from engine.store.folders import read_context, read_meta
 from engine.store.ids import FolderIdAllocator, check_safe_name
 from engine.store.images import ImagesIndex, is_stale
+from engine.store.index_entry import IndexEntry
 from engine.store.index_stats import IndexStats
 from engine.store.indexfile import (
     LogRow,
@@ -44,7 +46,6 @@ from engine.store.layout import SessionPaths, session_dir_paths, session_paths
 from engine.store.records import (
     FolderMeta,
     ImageIndexEntry,
-    IndexEntry,
     JournalRecord,
     index_row_from_meta,
     to_json_dict,
@@ -122,7 +123,6 @@ def open_session_dir(root: Path, name: str) -> SessionStore:
 def _nothing_yet(paths: SessionPaths) -> RecoveredState:
     """What recovery finds in a fresh directory, without one."""
     return RecoveredState(
-        rows={},
         entries={},
         index_extra={},
         images=ImagesIndex(paths),
@@ -165,7 +165,6 @@ class SessionStore:
         self._load(state)
 
     def _load(self, state: RecoveredState) -> None:
-        self._rows = state.rows
         self._index_bytes = state.index_bytes
         self._log_bytes = state.log_bytes
         self._log_unbacked = False
@@ -205,7 +204,7 @@ class SessionStore:
         self.dir_outcome = outcome
         self.load_report = state.report
         self._load(state)
-        if self._rows:
+        if self._entries:
             self._changed()
         return True
 
@@ -427,12 +426,13 @@ class SessionStore:
         self.materialize()
         if self._log_unbacked or self._log_bytes > index_log_budget(self._index_bytes):
             self._write_index()
-        rows = {fid: index_row_from_meta(meta, self._rows[fid]) for fid, meta in updated.items()}
+        before = {fid: self._entries[fid].row() for fid in updated}
+        rows = {fid: index_row_from_meta(meta, before[fid]) for fid, meta in updated.items()}
         unwritten = list(updated)
         try:
             self._log_bytes = append_index_log(
                 self.paths,
-                [LogRow(fid, row_digest(self._rows[fid]), row) for fid, row in rows.items()],
+                [LogRow(fid, row_digest(before[fid]), row) for fid, row in rows.items()],
             )
             for folder_id, meta in updated.items():
                 write_json_atomic(self.paths.folder(folder_id) / "meta.json", to_json_dict(meta))
@@ -479,11 +479,12 @@ class SessionStore:
         self._images.ensure_loaded(lambda: list(self._entries))
 
     def _put_meta_row(self, meta: FolderMeta) -> None:
-        self._put_row(meta, index_row_from_meta(meta, self._rows.get(meta.id)))
+        previous = self._entries.get(meta.id)
+        row = index_row_from_meta(meta, previous.row() if previous is not None else None)
+        self._put_row(meta, row)
 
     def _put_row(self, meta: FolderMeta, row: dict[str, Any]) -> None:
         """``row`` (derived from ``meta``) becomes the folder's index row."""
-        self._rows[meta.id] = row
         entry = IndexEntry.model_validate(row)
         self._index_stats.put(self._entries.get(meta.id), entry)
         self._entries[meta.id] = entry
@@ -492,7 +493,6 @@ class SessionStore:
         self._changed()
 
     def _drop_row(self, folder_id: str) -> None:
-        self._rows.pop(folder_id, None)
         entry = self._entries.pop(folder_id, None)
         if entry is not None:
             self._index_stats.drop(entry)
@@ -507,7 +507,8 @@ class SessionStore:
 
     def _write_index(self) -> None:
         """Rewrite ``index.json`` from memory, which folds the log in: then drop it."""
-        self._index_bytes = write_index(self.paths, self._rows.values(), self._index_extra)
+        rows = [entry.row() for entry in self._entries.values()]
+        self._index_bytes = write_index(self.paths, rows, self._index_extra)
         if self._log_bytes or self._log_unbacked:
             remove_index_log(self.paths)
             self._log_bytes = 0
