@@ -462,6 +462,21 @@ def build_parser(*, full: bool = True) -> argparse.ArgumentParser:
         from rofmd.secrets_cli import add_secrets_parsers
 
         add_secrets_parsers(sub)
+        from rofmd.audit_cli import add_audit_parser
+        from rofmd.search_cli import add_search_parser
+        from rofmd.selfcheck import add_selfcheck_parser
+        from rofmd.show_cli import add_show_parser
+
+        add_selfcheck_parser(sub)
+        add_show_parser(sub)
+        add_audit_parser(sub)
+        add_search_parser(sub)
+        from rofmd.backup_cli import add_backup_parsers
+
+        add_backup_parsers(sub)
+        from rofmd.report_html import add_report_parser
+
+        add_report_parser(sub)
     return parser
 
 

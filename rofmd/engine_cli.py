@@ -3,7 +3,9 @@
 The reference's "独立运行引擎" (`node engine/cli.mjs init|compress|recall|list|report`).
 `recall --keywords/--limit/--offset` is the `memory_recall` tool's search instead of a
 round, and writes nothing (no recall state, no telemetry, no session directory).
-`backfill-assistant` gives folders archived before the 「你说过」 channel their assistant
+`list` and `report` read the stores without opening them (no recovery, nothing written:
+:mod:`rofmd.store_views`), so they are safe beside a running daemon; `report --dir`
+reports one directory. `backfill-assistant` gives folders archived before the 「你说过」 channel their assistant
 keywords (`--dry-run`: count only). There is no model here, so `compress` writes folders
 `scored: true` with heuristic α and keywords (reference: "引擎/CLI 的启发式归档没有
 “当前模型”可用"). Do not point it at a session a running daemon is serving: one process
@@ -24,7 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -39,6 +41,9 @@ from engine.store import (
     read_jsonl,
 )
 from rofmd.stats_report import build_report, render_report
+
+if TYPE_CHECKING:
+    from engine.store.readonly import ReadonlyStore
 
 __all__ = ["DEFAULT_SESSION", "DEFAULT_WINDOW", "CliError", "add_engine_parser", "archiver_version"]
 
@@ -425,11 +430,13 @@ def _selected(args: argparse.Namespace, where: Where) -> list[tuple[str, str]]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    """Folders per session: α, β, scored, rescorePending, pending."""
+    """Folders per session: α, β, scored, rescorePending, pending. Read-only: the stores
+    are read without recovery (:mod:`rofmd.store_views`), nothing is written."""
+    from rofmd.store_views import read_listed
+
     where = locate(args)
     sessions: list[dict[str, Any]] = []
-    for name, dir_name in _selected(args, where):
-        store = where.open_listed(name, dir_name)
+    for store in read_listed(where, _session(args) if args.session is not None else None):
         folders = [
             {
                 "id": e.id,
@@ -446,7 +453,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         ]
         sessions.append(
             {
-                "session": name,
+                "session": store.session_id,
                 "dir": str(store.dir),
                 "folders": folders,
                 "pending": sum(1 for f in folders if f["pending"]),
@@ -474,21 +481,52 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _dir_store(directory: Path) -> ReadonlyStore:
+    """`report --dir`: one store directory as it is (a session directory, or an old global
+    memory directory), whatever layout the config says."""
+    from engine.store.layout import SessionPaths
+    from engine.store.readonly import read_store
+    from engine.store.session_dirs import SessionDirError, recorded_id
+
+    path = directory.expanduser().resolve()
+    if not path.is_dir():
+        raise CliError(f"--dir {directory}: not a directory")
+    try:
+        sid = recorded_id(path)
+    except SessionDirError:
+        sid = None
+    return read_store(SessionPaths(root=path.parent, dir=path), sid or path.name)
+
+
 def cmd_report(args: argparse.Namespace) -> int:
-    """The §1.6 report over stats.jsonl of the selected sessions (default: all)."""
-    where = locate(args)
-    selected = _selected(args, where)
-    names = [name for name, _ in selected]
+    """The §1.6 report over stats.jsonl of the selected sessions (default: all), with the
+    pending eras of their stores; `--dir`: of one directory only. Read-only."""
+    from engine.scoring.era_audit import era_totals, store_eras
+    from rofmd.store_views import read_listed
+
+    if args.dir is not None:
+        where: Where | None = None
+        stores = [_dir_store(args.dir)]
+    else:
+        where = locate(args)
+        stores = read_listed(where, _session(args) if args.session is not None else None)
+    names = [s.session_id for s in stores]
     records: list[dict[str, Any]] = []
-    for name, dir_name in selected:
-        store = where.open_listed(name, dir_name)
-        records.extend(read_jsonl(store.paths.stats))
-    rep = build_report(records)
-    rep = {"memoryRoot": str(where.root), "sessions": names, **rep}
+    eras = []
+    for store in stores:
+        own = list(read_jsonl(store.paths.stats))
+        records.extend(own)
+        eras.append(store_eras(store.session_id, store.index, own))
+    rep = build_report(records, era_totals(eras))
+    head: dict[str, Any] = (
+        {"dir": str(stores[0].dir)} if where is None else {"memoryRoot": str(where.root)}
+    )
+    rep = {**head, "sessions": names, **rep}
     if args.json:
         _print_json(rep)
     else:
-        print(f"memory root {where.root}  sessions: {', '.join(names) or 'none'}")
+        place = f"dir {head['dir']}" if where is None else f"memory root {where.root}"
+        print(f"{place}  sessions: {', '.join(names) or 'none'}")
         print(render_report(rep))
     return 0
 
@@ -649,6 +687,11 @@ def add_engine_parser(sub: argparse._SubParsersAction[Any]) -> None:
 
     p = cmds.add_parser("report", help="the recall / archive report from stats.jsonl")
     _common(p, session_help=every)
+    p.add_argument(
+        "--dir",
+        type=Path,
+        help="report only this directory (a session directory, or an old global memory/)",
+    )
     p.set_defaults(func=_guard(cmd_report))
 
     p = cmds.add_parser(

@@ -34,10 +34,11 @@ def test_a_missing_daemon_is_one_line_and_exit_1(tmp_path: Path, argv: list[str]
     assert "hint: start it with `rofmd serve`" in out.stderr
 
 
-def test_a_reader_that_stops_reading_gets_no_traceback(tmp_path: Path) -> None:
+@pytest.mark.parametrize("argv", [["simulate"], ["show", "--memory-dir", "{tmp}"]])
+def test_a_reader_that_stops_reading_gets_no_traceback(tmp_path: Path, argv: list[str]) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROFMD_")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rofmd", "simulate"],
+        [sys.executable, "-m", "rofmd", *(a.format(tmp=tmp_path) for a in argv)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -118,6 +118,14 @@ def test_apply_redacts_everything_and_the_backup_restores(root: Path, tmp_path: 
         assert not scan_folder(store, entry.id).has_secrets
     clean = [e for e in store.index if "普通对话" in store.read_context(e.id)[0]["content"]]
     assert len(clean) == 2
+    # the rewritten store passes selfcheck (no FAIL: exit 0)
+    checked = io.StringIO()
+    with contextlib.redirect_stdout(checked):
+        code = main(
+            ["selfcheck", "--memory-dir", str(root), "--sessions-dir", str(tmp_path / "logs")]
+        )
+    assert code == 0, checked.getvalue()
+    assert "0 failed" in checked.getvalue()
     # idempotent: a second run finds nothing and writes no backup
     code, again = run("--memory-root", str(root), "--apply", "--json")
     assert again["foldersWithSecrets"] == 0 and again["backup"] is None
