@@ -70,6 +70,14 @@ async def ping(app: App, params: OptionalSessionParams, ctx: RequestContext) -> 
 async def status(app: App, params: NoParams, ctx: RequestContext) -> dict[str, Any]:
     """The daemon's health at a glance (PROTOCOL.md §4 `status`)."""
     snap = dict(app.info.status_snapshot())
+    # PROTOCOL.md's counters: the dispatcher's requests and errors, the product's events
+    events = app.metrics.events
+    snap["counters"] = {
+        **(snap.get("counters") or {}),
+        "archives": events["archives"],
+        "passiveArchives": events["passive_archives"],
+        "recalls": events["recalls"],
+    }
     snap.update(
         {
             "enabled": app.enabled,

@@ -112,26 +112,45 @@ def check_socket_dir(socket_path: Path) -> Check:
     return Check("socket directory", True, f"{directory} is 0700 and ours")
 
 
-async def _ping(path: Path) -> bool:
+async def _status(path: Path) -> dict[str, Any]:
     from rofmd.client import RofmdClient
 
     async with RofmdClient.connect(path) as client:
-        result = await client.call("ping", timeout=3)
-        return bool(result.get("pong"))
+        result: dict[str, Any] = await client.call("status", timeout=3)
+        return result
 
 
-def check_daemon(socket_path: Path) -> Check:
-    """A daemon answers ping on the socket."""
+@dataclass(frozen=True)
+class DaemonSeen:
+    """What the daemon on the socket answered (`status`), or why it did not."""
+
+    check: Check
+    config_dir: Path | None = None
+    memory_root: Path | None = None
+
+
+def check_daemon(socket_path: Path) -> DaemonSeen:
+    """A daemon answers `status` on the socket; it says which config directory and
+    memory root it uses, which the other checks then look at."""
     try:
-        ok = anyio.run(_ping, socket_path)
+        status = anyio.run(_status, socket_path)
     except Exception as exc:  # noqa: BLE001 - any failure to talk fails this check
-        return Check(
-            "daemon",
-            False,
-            f"no answer on {socket_path}: {exc}",
-            "start it: `rofmd serve` (or `systemctl --user enable --now rofmd.socket`)",
+        return DaemonSeen(
+            Check(
+                "daemon",
+                False,
+                f"no answer on {socket_path}: {exc}",
+                "start it: `rofmd serve` (or `systemctl --user enable --now rofmd.socket`)",
+            )
         )
-    return Check("daemon", ok, f"answers ping on {socket_path}")
+    cfg_dir = (status.get("config") or {}).get("dir")
+    root = status.get("memoryRoot")
+    detail = f"answers on {socket_path} (pid {status.get('pid')}, version {status.get('version')})"
+    return DaemonSeen(
+        Check("daemon", True, detail),
+        Path(cfg_dir) if isinstance(cfg_dir, str) else None,
+        Path(root) if isinstance(root, str) else None,
+    )
 
 
 def check_memory_root(root: Path) -> Check:
@@ -162,21 +181,31 @@ def run_checks(
     overrides: Mapping[str, Any],
     environ: Mapping[str, str],
     *,
-    daemon_check: Callable[[Path], Check] = check_daemon,
+    daemon_check: Callable[[Path], DaemonSeen] = check_daemon,
 ) -> list[Check]:
-    """All checks, in the order a person would fix them."""
+    """All checks, in the order a person would fix them.
+
+    The daemon is asked first: when it answers, the config and memory-root checks look
+    at the paths it uses (`make run` serves `.run/`, not `~/.config/rofmd`), unless
+    `--config-dir` / `--memory-root` say otherwise."""
     settings = DaemonSettings(**dict(overrides))
+    seen = daemon_check(settings.socket_path)
+    if seen.config_dir is not None and "config_dir" not in overrides:
+        settings = settings.model_copy(update={"config_dir": seen.config_dir})
     config_check, config = check_config(settings, environ)
-    root = resolve_memory_root(
-        config.storage.dir,
-        override=settings.memory_root,
-        state_dir=settings.state_dir,
-        home=Path(environ.get("HOME") or Path.home()),
-    )
+    if seen.memory_root is not None and "memory_root" not in overrides:
+        root = seen.memory_root
+    else:
+        root = resolve_memory_root(
+            config.storage.dir,
+            override=settings.memory_root,
+            state_dir=settings.state_dir,
+            home=Path(environ.get("HOME") or Path.home()),
+        )
     return [
         config_check,
         check_inert_keys(settings, environ),
         check_socket_dir(settings.socket_path),
-        daemon_check(settings.socket_path),
+        seen.check,
         check_memory_root(root),
     ]

@@ -25,6 +25,7 @@ import orjson
 from engine.sessionlog import LogChunk, read_log
 from rofmd.client import RofmdClient
 from rofmd.hostsim import HostSim, Node, estimate_tokens
+from rofmd.progress import Progress
 
 SURFACE_TYPES = frozenset(
     {"system/message", "developer/message", "user/message", "assistant/message", "tool/result"}
@@ -123,8 +124,9 @@ async def replay(
     window: int,
     score: bool,
     session_id: str | None = None,
+    progress: Progress | None = None,
 ) -> ReplayReport:
-    """Replay every event of `chunk` through `client`."""
+    """Replay every event of `chunk` through `client` (``progress``: told after each)."""
     from rofmd.demo import scripted_scorer
 
     events = chunk.events
@@ -141,7 +143,9 @@ async def replay(
     await client.initialize(host={"name": "rofmd-replay", "version": "1"})
     sim = HostSim(client, session, window, scorer=scripted_scorer if score else None)
     sim.checkpoint_seq_base = CHECKPOINT_SEQ_BASE
-    for event in events[1:]:
+    for done, event in enumerate(events[1:], start=1):
+        if progress is not None:
+            progress.update(done, f"{len(report.archives)} archives, {len(report.recalls)} recalls")
         etype = event.get("type")
         op = event.get("surfaceOp")
         message = _message(event)
@@ -230,20 +234,30 @@ async def run_replay(
         return 1
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="rofmd-replay-", dir="/tmp"))
+    # a bar on a terminal, a plain line every 5 s otherwise (stderr: stdout is the result)
+    progress = Progress(
+        sys.stderr, max(1, len(chunk.events) - 1), "replay", unit="events", plain_interval=5.0
+    )
     try:
         try:
             if socket is not None:
                 async with RofmdClient.connect(socket) as client:
-                    report = await replay(client, chunk, window=window, score=score)
+                    report = await replay(
+                        client, chunk, window=window, score=score, progress=progress
+                    )
             else:
                 async with (
                     private_daemon(work) as settings,
                     RofmdClient.connect(settings.socket_path) as client,
                 ):
-                    report = await replay(client, chunk, window=window, score=score)
+                    report = await replay(
+                        client, chunk, window=window, score=score, progress=progress
+                    )
         except ReplayError as exc:
             print(f"rofmd replay: {exc}", file=sys.stderr)
             return 1
+        finally:
+            progress.close()
         result = report.to_json()
         result["seconds"] = round(time.monotonic() - started, 2)
         if as_json:

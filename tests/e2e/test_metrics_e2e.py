@@ -84,6 +84,10 @@ def test_metrics_count_what_happened() -> None:
         assert got[("rofmd_sessions_loaded", ())] == 1
         assert got[("rofmd_pending_folders", ())] == len(folders) - 1
 
+        counters = result(c.call(5, "status", {}))["counters"]
+        assert counters["archives"] == 1 and counters["passiveArchives"] == 0
+        assert counters["recalls"] == 0 and counters["requests"] >= 5 and counters["errors"] == 1
+
         # the same text over HTTP on the metrics socket, private like the main one
         assert stat.S_IMODE(metrics_sock.stat().st_mode) == 0o600
         status, headers, body = _http(metrics_sock, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
