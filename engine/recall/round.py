@@ -181,7 +181,12 @@ def load_addition(
         week_start=cfg.time_tag.week_start,
         image_path=_image_resolver(store),
     )
-    date = heading_date(meta.createdAt, meta.eventStart, meta.eventEnd, times, tz, compute)
+    if cfg.time.mode == "off":
+        # §3.0.6: with time off, an existing eventStart is kept on disk but not used; the
+        # heading says only when the memory was archived
+        date = heading_date(meta.createdAt, None, None, [], tz, compute)
+    else:
+        date = heading_date(meta.createdAt, meta.eventStart, meta.eventEnd, times, tz, compute)
     return Addition(
         id=fid,
         alpha=float(meta.alpha),

@@ -273,3 +273,33 @@ def test_doctor_names_the_time_keys_without_effect(tmp_path: Path) -> None:
     assert detail.startswith("warning: 2 key(s) set have no effect")
     assert "time.centerDayPriority" in detail and "time.judgeEventTime" in detail
     assert "windowScanMax" not in detail and "timeTag" not in detail
+
+
+def test_time_off_keeps_event_time_out_of_the_heading(tmp_path: Path) -> None:
+    from engine.recall.round import load_addition
+    from engine.recall.state import Addition
+
+    store = new_store(tmp_path)
+    archived = 1_792_000_000_000
+    [fid] = write_folders(
+        store,
+        [
+            {
+                "createdAt": archived,
+                "alpha": 0.9,
+                "beta": 2,
+                "keywords": ["杭州", "旅行", "预算"],
+                "messages": [{"role": "user", "content": "去杭州", "time": archived - 86_400_000}],
+                "eventStart": archived - 3 * 86_400_000,
+                "eventEnd": archived - 2 * 86_400_000,
+            }
+        ],
+    )
+    on = load_addition(store, fid, cfg(), generation=1, lane="x", turn=1, round_=1)
+    off = load_addition(
+        store, fid, cfg(time={"mode": "off"}), generation=1, lane="x", turn=1, round_=1
+    )
+    assert isinstance(on, Addition) and isinstance(off, Addition)
+    assert "事件时间" in on.date
+    assert "事件时间" not in off.date and "归档于" in off.date
+    assert store.get_meta(fid).eventStart == archived - 3 * 86_400_000  # kept on disk
