@@ -32,9 +32,11 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # pytest-xdist: one worker per core (2 on CI). PYTEST_WORKERS=0 runs in one process.
+# worksteal: an idle worker takes tests from the busy one, so the long kill-runs do not
+# leave one core waiting at the end (9.5 -> 6.3 minutes on 2 cores).
 PYTEST_WORKERS ?= auto
 unit: $(STAMP)
-	$(BIN)/pytest -n $(PYTEST_WORKERS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal
 
 # The DSH bridge (bridge/dsh-rofm, Node ESM): node --test, with a real daemon from the venv.
 # Without Node (a fresh machine with only Python and make) it says so and skips, except
