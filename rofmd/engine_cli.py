@@ -432,25 +432,12 @@ def _selected(args: argparse.Namespace, where: Where) -> list[tuple[str, str]]:
 def cmd_list(args: argparse.Namespace) -> int:
     """Folders per session: α, β, scored, rescorePending, pending. Read-only: the stores
     are read without recovery (:mod:`rofmd.store_views`), nothing is written."""
-    from rofmd.store_views import read_listed
+    from rofmd.store_views import folder_rows, read_listed
 
     where = locate(args)
     sessions: list[dict[str, Any]] = []
     for store in read_listed(where, _session(args) if args.session is not None else None):
-        folders = [
-            {
-                "id": e.id,
-                "alpha": e.alpha,
-                "beta": e.beta,
-                "scored": e.scored,
-                "rescorePending": e.rescorePending,
-                "pending": not e.scored,
-                "keywords": list(e.keywords),
-                "title": e.title,
-                "createdAt": e.createdAt,
-            }
-            for e in store.index
-        ]
+        folders = folder_rows(store)
         sessions.append(
             {
                 "session": store.session_id,

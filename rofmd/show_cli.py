@@ -33,7 +33,7 @@ from engine.store.images import image_files
 from engine.store.readonly import ReadonlyStore
 from rofmd.engine_cli import CliError, UsageError, locate
 from rofmd.socket_location import SOCKET_ENV, client_socket_path
-from rofmd.store_views import add_store_options, guarded, print_json, read_listed
+from rofmd.store_views import add_store_options, folder_rows, guarded, print_json, read_listed
 
 __all__ = ["add_show_parser", "block_on_disk", "counts", "state_summary"]
 
@@ -115,23 +115,6 @@ def state_summary(state: RecallState, path: Path) -> dict[str, Any]:
             for a in state.additions
         ],
     }
-
-
-def _folders(store: ReadonlyStore) -> list[dict[str, Any]]:
-    return [
-        {
-            "id": e.id,
-            "alpha": e.alpha,
-            "beta": e.beta,
-            "scored": e.scored,
-            "rescorePending": e.rescorePending,
-            "pending": not e.scored,
-            "keywords": list(e.keywords),
-            "title": e.title,
-            "createdAt": e.createdAt,
-        }
-        for e in store.index
-    ]
 
 
 def _counts_line(c: dict[str, Any]) -> str:
@@ -240,7 +223,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         "memoryRoot": str(where.root),
         "session": store.session_id,
         "counts": counts(store),
-        "folders": _folders(store),
+        "folders": folder_rows(store),
         "block": block,
         "blockEmpty": why,
         "recallState": state_summary(state, store.paths.recall_state),

@@ -109,6 +109,24 @@ def read_listed(where: Where, session: str | None) -> list[ReadonlyStore]:
     return [read_store(s.paths, s.session) for s in listed_stores(where, session)]
 
 
+def folder_rows(store: ReadonlyStore) -> list[dict[str, Any]]:
+    """Each folder of ``store`` as `engine list` and `show` print it (their `--json`)."""
+    return [
+        {
+            "id": e.id,
+            "alpha": e.alpha,
+            "beta": e.beta,
+            "scored": e.scored,
+            "rescorePending": e.rescorePending,
+            "pending": not e.scored,
+            "keywords": list(e.keywords),
+            "title": e.title,
+            "createdAt": e.createdAt,
+        }
+        for e in store.index
+    ]
+
+
 def guarded(name: str, func: Callable[[argparse.Namespace], int]) -> Callable[..., int]:
     """``func`` with the tools' error path (module docstring)."""
 
