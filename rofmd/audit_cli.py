@@ -26,32 +26,24 @@ from engine.scoring.era_audit import StoreEras, boundaries, era_totals, store_er
 from engine.store import read_jsonl
 from engine.store.index_marks import write_index_marks
 from rofmd.engine_cli import CliError, Where, locate
-from rofmd.socket_location import SOCKET_ENV, client_socket_path
-from rofmd.store_views import add_store_options, guarded, listed_stores, print_json, read_listed
+from rofmd.socket_location import SOCKET_ENV
+from rofmd.store_views import (
+    add_store_options,
+    guarded,
+    listed_stores,
+    print_json,
+    read_listed,
+    serving_daemon,
+)
 
 __all__ = ["add_audit_parser"]
 
 SHOWN = 10
 
 
-def _serving_daemon(args: argparse.Namespace, root: Path) -> str | None:
-    """The pid of a daemon on the socket that serves ``root``, else None."""
-    from rofmd.wire import ConnectionLost, RpcError, call_once
-
-    path = args.socket_path if args.socket_path is not None else client_socket_path()
-    try:
-        status = call_once(path, "status", timeout=3)
-    except (OSError, ConnectionLost, RpcError, ValueError):
-        return None  # nobody answers there: nobody to collide with
-    served = status.get("memoryRoot") if isinstance(status, dict) else None
-    if not isinstance(served, str) or Path(served).resolve() != root.resolve():
-        return None
-    return str(status.get("pid"))
-
-
 def _apply(args: argparse.Namespace, where: Where) -> dict[str, list[str]]:
     """Write the markers (module docstring); session -> folders marked."""
-    pid = _serving_daemon(args, where.root)
+    pid = serving_daemon(args, where.root)
     if pid is not None:
         raise CliError(
             f"the daemon (pid {pid}) serves {where.root}: stop it before --apply (one process"

@@ -66,7 +66,15 @@ from rofmd.backup_archive import (
 )
 from rofmd.engine_cli import CliError, UsageError, Where, locate
 from rofmd.progress import Progress
-from rofmd.store_views import Listed, add_store_options, guarded, listed_stores, now_ms, print_json
+from rofmd.store_views import (
+    Listed,
+    add_store_options,
+    guarded,
+    listed_stores,
+    now_ms,
+    print_json,
+    serving_daemon,
+)
 
 __all__ = ["add_backup_parsers"]
 
@@ -311,8 +319,6 @@ def _install(staging: Path, target: Path, aside: Path | None) -> None:
 
 def cmd_restore(args: argparse.Namespace) -> int:
     """Check a backup, then put it in place of the memory root (or its session)."""
-    from rofmd.secrets_cli import _serving
-
     created = now_ms(args)
     source: Path = args.backup.expanduser().absolute()
     if not source.exists():
@@ -320,7 +326,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
     where = locate(args)
     manifest = check_backup(source, free_bytes=_free_bytes(where.root))
     target, prefix = _target(where, manifest)
-    if _serving(args, where.root):
+    if serving_daemon(args, where.root) is not None:
         raise CliError(f"a running daemon serves {where.root}: stop it first (`rofmd status`)")
     occupied = _non_empty(target)
     if occupied and not args.force:

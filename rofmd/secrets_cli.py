@@ -49,18 +49,6 @@ def _socket(args: argparse.Namespace) -> Path:
     return Path(args.socket_path) if args.socket_path is not None else client_socket_path()
 
 
-def _serving(args: argparse.Namespace, root: Path) -> bool:
-    """A daemon answers on the socket and serves this memory root."""
-    from rofmd.wire import call_once
-
-    try:
-        status = call_once(_socket(args), "status", timeout=2)
-    except Exception:  # noqa: BLE001 - nothing answers: nobody serves it
-        return False
-    served = status.get("memoryRoot") if isinstance(status, dict) else None
-    return isinstance(served, str) and Path(served).resolve() == root.resolve()
-
-
 def _stamp() -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
 
@@ -156,7 +144,9 @@ def cmd_scan_secrets(args: argparse.Namespace) -> int:
         print(f"rofmd scan-secrets: {exc}", file=sys.stderr)
         return 1
     root = where.root
-    if (args.apply or args.restore) and not args.force and _serving(args, root):
+    from rofmd.store_views import serving_daemon
+
+    if (args.apply or args.restore) and not args.force and serving_daemon(args, root) is not None:
         print(
             f"rofmd scan-secrets: a running daemon serves {root}; stop it first (or --force)",
             file=sys.stderr,

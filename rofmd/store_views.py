@@ -109,6 +109,24 @@ def read_listed(where: Where, session: str | None) -> list[ReadonlyStore]:
     return [read_store(s.paths, s.session) for s in listed_stores(where, session)]
 
 
+def serving_daemon(args: argparse.Namespace, root: Path) -> str | None:
+    """The pid of a daemon on the command's socket (`--socket`, else the default) that
+    serves ``root``, else None: the commands that rewrite a store offline refuse then,
+    since one process owns a session directory."""
+    from rofmd.socket_location import client_socket_path
+    from rofmd.wire import ConnectionLost, RpcError, call_once
+
+    path = args.socket_path if args.socket_path is not None else client_socket_path()
+    try:
+        status = call_once(path, "status", timeout=3)
+    except (OSError, ConnectionLost, RpcError, ValueError):
+        return None  # nobody answers there: nobody to collide with
+    served = status.get("memoryRoot") if isinstance(status, dict) else None
+    if not isinstance(served, str) or Path(served).resolve() != root.resolve():
+        return None
+    return str(status.get("pid"))
+
+
 def folder_rows(store: ReadonlyStore) -> list[dict[str, Any]]:
     """Each folder of ``store`` as `engine list` and `show` print it (their `--json`)."""
     return [
