@@ -23,35 +23,16 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from pydantic import ValidationError
 
 from engine.config import MemoryConfig
-from engine.store import IndexEntry, find_session_dir, list_session_dirs
-from engine.store.indexfile import read_index, read_index_log, replay_index_log
+from engine.store import find_session_dir, list_session_dirs
 from engine.store.layout import SessionPaths, session_dir_paths, session_paths
+from engine.store.readonly import read_store
 from engine.timeexpr.civil import resolve_timezone, to_local
 from engine.timeexpr.index import TimeIndex
 from engine.timeexpr.query import normalize_time_query
 
-__all__ = ["add_time_view_parser", "cmd_time_view", "read_entries"]
-
-
-def read_entries(paths: SessionPaths) -> list[IndexEntry]:
-    """A store's index entries as recovery would load them from the index and its log,
-    without touching a file (unreadable rows are left out)."""
-    raw, _, _ = read_index(paths)
-    rows: dict[str, dict[str, Any]] = {}
-    for row in raw:
-        if isinstance(row, dict) and isinstance(row.get("id"), str):
-            rows.setdefault(row["id"], row)
-    replay_index_log(rows, read_index_log(paths))
-    out: list[IndexEntry] = []
-    for row in rows.values():
-        try:
-            out.append(IndexEntry.model_validate(row))
-        except ValidationError:
-            continue
-    return out
+__all__ = ["add_time_view_parser", "cmd_time_view"]
 
 
 def _stores(args: argparse.Namespace, root: Path, cfg: MemoryConfig) -> list[tuple[str, Path]]:
@@ -96,7 +77,9 @@ def cmd_time_view(args: argparse.Namespace) -> int:
         tz = resolve_timezone(cfg.time.timezone)
         sessions: list[dict[str, Any]] = []
         for session, directory in _stores(args, where.root, cfg):
-            entries = read_entries(_paths(where.root, directory, cfg.storage.per_session))
+            # the index and its log as the next open would load them, no file written
+            paths = _paths(where.root, directory, cfg.storage.per_session)
+            entries = list(read_store(paths, session).index)
             index = TimeIndex(entries, cfg.time.timezone, with_tags=cfg.time_tag.mode != "off")
             by_id = {e.id: e for e in entries}
             folders: list[dict[str, Any]] = []
