@@ -20,12 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.archive.commit import CommitOutcome, archive_token, commit_plan
-from engine.archive.plan import PlannedFolder, PreStepInput, PreStepPlan, node_token_counts
+from engine.archive.plan import PreStepInput, PreStepPlan, node_token_counts
 from engine.archive.plan import plan_pre_step as _plan_pre_step
 from engine.archive.surface import parse_surface
 from engine.config.model import MemoryConfig
-from engine.heuristic import with_batch
-from engine.scoring.fallback import heuristic_fields, heuristic_text
+from engine.scoring.fallback import batch_scorer
 from engine.store import SessionStore
 
 __all__ = [
@@ -183,15 +182,7 @@ def archive_conversation(
     if not plan.archives:
         return StandaloneArchive(plan)
     token, _ = archive_token(store, now_ms, plan.content_hash, 0)
-    texts = {id(f): heuristic_text(f.messages) for f in plan.folders}
-    stats = with_batch(None, texts.values(), cfg.keywords.extra_stopwords)
-
-    def score(folder: PlannedFolder) -> Mapping[str, Any]:
-        text = texts.get(id(folder))
-        if text is None:
-            text = heuristic_text(folder.messages)
-        return heuristic_fields(text, cfg, now_ms, stats)
-
+    score = batch_scorer(plan.folders, cfg, now_ms, None)
     out = commit_plan(
         store,
         plan,

@@ -27,18 +27,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from engine.archive.commit import Scorer, archive_token, commit_plan
-from engine.archive.plan import PlannedFolder, PreStepPlan, plan_folders
+from engine.archive.commit import archive_token, commit_plan
+from engine.archive.plan import PreStepPlan, plan_folders
 from engine.archive.surface import Node, parse_surface
 from engine.config.model import MemoryConfig
-from engine.heuristic import with_batch
 from engine.passive.events import Compaction, compaction_of, shadowed_surface
 from engine.passive.watermark import WATERMARK_NAME, load_watermark, save_watermark
 from engine.relevance.stats import TermStats
-from engine.scoring.fallback import heuristic_fields, heuristic_text
+from engine.scoring.fallback import batch_scorer
 from engine.store import SessionStore, StoreError
 
-__all__ = ["Outcome", "PassiveInput", "PassiveOutcome", "archive_passive", "heuristic_scorer"]
+__all__ = ["Outcome", "PassiveInput", "PassiveOutcome", "archive_passive"]
 
 Outcome = Literal[
     "not-a-compaction", "own-provider", "nothing-new", "no-messages", "archived", "failed"
@@ -100,23 +99,6 @@ def _actively_archived(store: SessionStore, nodes: Sequence[Node]) -> set[str]:
             continue
         found.update(m["id"] for m in messages if isinstance(m.get("id"), str) and m["id"] in ids)
     return found
-
-
-def heuristic_scorer(
-    folders: Sequence[PlannedFolder], cfg: MemoryConfig, now_ms: int, base: TermStats | None
-) -> Scorer:
-    """Heuristic scores at creation for one batch of folders: α and keywords judged
-    against the session's folders plus this batch (``engine.heuristic.with_batch``)."""
-    texts = {id(f): heuristic_text(f.messages) for f in folders}
-    stats = with_batch(base, texts.values(), cfg.keywords.extra_stopwords)
-
-    def score(folder: PlannedFolder) -> Mapping[str, Any]:
-        text = texts.get(id(folder))
-        return heuristic_fields(
-            text if text is not None else heuristic_text(folder.messages), cfg, now_ms, stats
-        )
-
-    return score
 
 
 def archive_passive(store: SessionStore, inp: PassiveInput) -> PassiveOutcome:
@@ -190,7 +172,7 @@ def archive_passive(store: SessionStore, inp: PassiveInput) -> PassiveOutcome:
         archived_from=ARCHIVED_FROM,
         score_mode=inp.score_mode,
         scorer=(
-            heuristic_scorer(built.folders, cfg, inp.now_ms, inp.session_stats())
+            batch_scorer(built.folders, cfg, inp.now_ms, inp.session_stats())
             if inp.score_mode == "heuristic"
             else None
         ),

@@ -26,10 +26,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from engine.config.model import MemoryConfig
-from engine.heuristic import heuristic_score
+from engine.heuristic import heuristic_score, with_batch
 from engine.relevance.stats import TermStats
 from engine.scoring.readable import ReadableText, flat_text, readable_text
 
@@ -106,6 +106,32 @@ def heuristic_source(
 def heuristic_text(messages: Sequence[Mapping[str, Any]]) -> str:
     """:func:`heuristic_source` of archived messages at hand."""
     return heuristic_source(readable_text(messages), lambda: messages)
+
+
+class _Archived(Protocol):
+    @property
+    def messages(self) -> Sequence[Mapping[str, Any]]: ...
+
+
+A = TypeVar("A", bound=_Archived)
+
+
+def batch_scorer(
+    folders: Sequence[A], cfg: MemoryConfig, now_ms: int, base: TermStats | None
+) -> Callable[[A], Mapping[str, Any]]:
+    """Heuristic scores at creation for one batch of folders being archived: α and
+    keywords judged against ``base`` (the session's folders, when known) plus this batch
+    (``engine.heuristic.with_batch``), each folder's text read once."""
+    texts = {id(f): heuristic_text(f.messages) for f in folders}
+    stats = with_batch(base, texts.values(), cfg.keywords.extra_stopwords)
+
+    def score(folder: A) -> Mapping[str, Any]:
+        text = texts.get(id(folder))
+        return heuristic_fields(
+            text if text is not None else heuristic_text(folder.messages), cfg, now_ms, stats
+        )
+
+    return score
 
 
 def heuristic_fields(
