@@ -569,17 +569,6 @@ RECALL_TOOL_WARN_KEYWORDS_CAP = (
 RECALL_TOOL_WARN_LIMIT = "limit={given} 超出 1..20，已按 {used} 处理。"
 RECALL_TOOL_WARN_OFFSET = "offset={given} 超出 0..10000，已按 {used} 处理。"
 RECALL_TOOL_WARN_NOT_INTEGER = "{field}={given} 不是整数，已按 {used} 处理。"
-RECALL_TOOL_WARN_UNSUPPORTED = (
-    "暂不支持 {params} 参数（时间检索尚未实现），本次只按 keywords 检索；"
-    "可以把相关的时间写进 keywords。"
-)
-RECALL_TOOL_WARN_FILTERS_ONLY = (
-    "只给了 {params}、没有 keywords：这些参数暂不支持，本次不返回记忆（不会浏览全库）；"
-    "请给出 keywords 再检索。"
-)
-"""Parameters of later features, accepted and answered, never ignored silently (as the
-reference does for time.mode / event.mode 'off': "忽略…参数(会返回提示)", and v1.4.1's
-time-only call that returns nothing rather than the whole store)."""
 RECALL_TOOL_PARAM_SEPARATOR = " / "
 RECALL_TOOL_WARN_LABELS = "{field}={given} 不是字符串或字符串数组，已忽略。"
 RECALL_TOOL_WARN_NOT_BOOLEAN = (

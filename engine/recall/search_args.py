@@ -44,7 +44,6 @@ __all__ = [
     "LIMIT_MAX",
     "LIMIT_MIN",
     "OFFSET_MAX",
-    "UNSUPPORTED_FILTERS",
     "SearchArgs",
     "distinct_keywords",
     "parse_search_args",
@@ -56,8 +55,6 @@ LIMIT_MAX = 20
 LIMIT_DEFAULT = 3
 OFFSET_MAX = 10_000
 
-UNSUPPORTED_FILTERS: tuple[str, ...] = ()
-"""Parameters the tool lists and accepts whose features belong to later work (none)."""
 TIME_PARAMETERS = ("timeFrom", "timeTo", "granularity", "timeText")
 
 _SPLIT = re.compile(r"[\s,，、;；]+")
@@ -262,22 +259,13 @@ def parse_search_args(arguments: Mapping[str, Any], cfg: MemoryConfig) -> Search
         warnings.append(texts.TIME_WARN_TEXT_TYPE.format(given=_shown(time_text)))
         time_text = None
     timed = time_text is not None or any(v is not None for v in time_args.values())
-    unsupported = tuple(n for n in UNSUPPORTED_FILTERS if _given(arguments.get(n)))
-    if unsupported:
-        names = texts.RECALL_TOOL_PARAM_SEPARATOR.join(unsupported)
-        template = (
-            texts.RECALL_TOOL_WARN_UNSUPPORTED
-            if keywords or assistant_said or tagged
-            else texts.RECALL_TOOL_WARN_FILTERS_ONLY
-        )
-        warnings.append(template.format(params=names))
-    elif not keywords and assistant_said is not True and not tagged and not timed:
+    if not keywords and assistant_said is not True and not tagged and not timed:
         return SearchArgs((), limit, offset, error=texts.RECALL_TOOL_NEED_KEYWORDS)
     return SearchArgs(
         tuple(keywords),
         limit,
         offset,
-        unsupported,
+        (),
         tuple(warnings),
         None,
         assistant_said,
