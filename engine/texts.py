@@ -472,6 +472,15 @@ each body here is its wording, with full-width punctuation."""
 RULES_TIME_RULE_NAME = "时间引用"
 """Left out with recall.computeDates=false (§1.14: "时间口径规则也不注入")."""
 RULES_ITEM = "{n}. {name}：{body}"
+RULES_CHANNEL = (
+    "QQ 通道",
+    "这是 QQ 通道会话：回复里禁止提及评分、打分、α、β、memory_judge、memory_recall、评分任务、归档、压缩归档、"
+    "写入记忆库；可以自然地引用回忆到的内容（如「你上次提到过…」）；上下文不足时先调用 memory_recall 检索历史再回答。",
+)
+"""§3.2.8: the rule QQ channel sessions get (群友看不到系统提示词，但模型的回复会转发到 QQ).
+The reference lists its content, not a quoted text; this body is that content. It is
+added after the numbered rules, and shown alone when ``rules.enabled`` is false: it
+predates those rules (v1.3.0) and is not part of their rollback."""
 
 
 # ---- memory_recall (reference §1.3 "工具 memory_recall", §1.14.2-§1.14.3, §1.16) ----

@@ -14,7 +14,8 @@ from typing import Any, Protocol
 import anyio
 
 from engine.config import resolve_memory_root
-from handlers.config_state import ConfigState
+from handlers.compat import CompatMonitor, derpyu_patcher, with_compat
+from handlers.config_state import ConfigState, ReloadResult
 from handlers.metrics import Metrics
 from handlers.relevance_snapshots import save_loaded
 from handlers.sessions import SessionRegistry
@@ -48,6 +49,7 @@ class App:
         *,
         debug_methods: bool = False,
         passive_scope: str = "all",
+        dsh_profile: Path | None = None,
     ) -> None:
         self.config = config
         self.paths = paths
@@ -58,8 +60,16 @@ class App:
         self.passive_scope = passive_scope
         self.metrics = Metrics()
         """Request counts and latencies, product events (`handlers.metrics`)."""
+        self.compat = CompatMonitor(config.environ, paths.home, dsh_profile, derpyu_patcher)
+        """QQ channel compatibility: what was detected, and the rules it turns on."""
+        self.compat.on_change = lambda status: config.set_overlay(
+            lambda cfg: with_compat(cfg, status)
+        )
+        self.compat.assume(config.config)
         self.sessions = SessionRegistry(
-            self.memory_root, lambda: bool(self.config.config.storage.per_session)
+            self.memory_root,
+            lambda: bool(self.config.config.storage.per_session),
+            lambda session_id: self.compat.status.chat_key(session_id),
         )
 
     def memory_root(self) -> Path:
@@ -70,6 +80,16 @@ class App:
             state_dir=self.paths.state_dir,
             home=self.paths.home,
         )
+
+    async def reload_config(self, now_ms: int) -> ReloadResult:
+        """Every reload path (file change, SIGHUP, `config/reload`): re-read the layers,
+        then re-detect the QQ plugins (§3.2.1: a config save re-checks, and the
+        autopatch self-heals then)."""
+        result = await self.config.reload()
+        if self.enabled:
+            cfg = self.config.config
+            await self.compat.refresh(cfg, self.memory_root(), now_ms, force=result.ok)
+        return result
 
     async def shutdown(self, timeout: float) -> None:
         """The daemon stops (its requests drained): write the derived data only memory

@@ -8,7 +8,7 @@ switch and does not take part in hot reload).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,8 @@ class ConfigState:
         self.last_error = last_error
         self.enabled_at_start = bool(build.config.enabled)
         self._lock: anyio.Lock | None = None
+        self._overlay: Callable[[MemoryConfig], MemoryConfig] | None = None
+        self._effective = build.config
 
     @classmethod
     def start(cls, config_dir: Path | None, environ: Mapping[str, str]) -> ConfigState:
@@ -70,7 +72,21 @@ class ConfigState:
     @property
     def config(self) -> MemoryConfig:
         """The config in force; callers read it once per request."""
-        return self._build.config
+        return self._effective
+
+    @property
+    def environ(self) -> Mapping[str, str]:
+        """The environment the layers were read with (a copy taken at start)."""
+        return self._environ
+
+    def set_overlay(self, overlay: Callable[[MemoryConfig], MemoryConfig] | None) -> None:
+        """Derive the config in force from the file layers with ``overlay`` (QQ compat's
+        automatic trigger kind, ``handlers.compat``), now and after every reload."""
+        self._overlay = overlay
+        self._effective = self._derive(self._build.config)
+
+    def _derive(self, config: MemoryConfig) -> MemoryConfig:
+        return config if self._overlay is None else self._overlay(config)
 
     @property
     def build(self) -> ConfigBuild:
@@ -91,6 +107,7 @@ class ConfigState:
             changed = new_fp != self._fingerprint
             if changed:
                 self._build = build
+                self._effective = self._derive(build.config)
                 self._fingerprint = new_fp
                 self.generation += 1
             self.last_error = None

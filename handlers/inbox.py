@@ -34,6 +34,7 @@ from engine.config import MemoryConfig
 from engine.recall import RecallState, RoundOutcome, analyze_query, run_round
 from engine.recall.assistant_said import message_query_info
 from engine.secrets.redact import query_text
+from handlers.compat import note_sender, recall_config
 from handlers.context import RequestContext
 from handlers.forget import ensure_hygiene
 from handlers.long_lived import long_lived
@@ -135,6 +136,8 @@ async def agent_inbox_inserted(
     text = trigger_text(params.message, params.session, cfg)
     if is_user_message(params.message, cfg):
         state.recall_strikes.reset()  # a new turn: memory_recall starts afresh
+        note_sender(app, state, message_text(params.message))
+        cfg = recall_config(app, state)  # a gated group member recalls α ≥ memberMinAlpha
         # what memory_recall's automatic assistantSaid reads (a round refines it)
         rs.query_info = message_query_info(text, cfg)
     mid = params.message.get("id")

@@ -31,6 +31,7 @@ from pydantic import Field, with_config
 from pydantic.config import ConfigDict
 from typing_extensions import TypedDict
 
+from engine.compat.status import CompatStatus
 from engine.config.model import MemoryConfig
 from engine.passive import PassiveInput, PassiveOutcome, archive_passive, compaction_of
 from handlers.app import App
@@ -48,7 +49,6 @@ from handlers.params import (
 )
 from handlers.pre_step import ARCHIVER_VERSION
 from handlers.recall_state import session_term_stats
-from handlers.scoring_policy import is_channel_session
 
 log = structlog.get_logger("rofmd.passive")
 
@@ -116,11 +116,13 @@ class SessionEventParams(Wire):
     )
 
 
-def passive_off_reason(scope: str, cfg: MemoryConfig, session: Session, key: str) -> str | None:
+def passive_off_reason(
+    scope: str, cfg: MemoryConfig, compat: CompatStatus, session: Session, key: str
+) -> str | None:
     """Why passive archiving does not apply to this session (None: it does)."""
     if scope == "off":
         return "passive_scope is off"
-    if scope == "channel" and not is_channel_session(cfg, key):
+    if scope == "channel" and not compat.is_channel(key):
         return "not a QQ channel session (passive_scope channel)"
     if not cfg.compress.enabled:
         return "compress.enabled is false"
@@ -131,12 +133,14 @@ def passive_off_reason(scope: str, cfg: MemoryConfig, session: Session, key: str
     return None
 
 
-def passive_score_mode(cfg: MemoryConfig, key: str) -> Literal["model", "heuristic"]:
+def passive_score_mode(
+    cfg: MemoryConfig, compat: CompatStatus, key: str
+) -> Literal["model", "heuristic"]:
     """How this session's new folders are scored (``engine.scoring.fallback.decide``'s
     two unconditional branches): heuristic at creation, or pending for the model."""
     if cfg.scoring.fallback == "always":
         return "heuristic"
-    if is_channel_session(cfg, key) and cfg.compat.channel_score == "heuristic":
+    if compat.heuristic_scoring(key, cfg.compat.channel_score):
         return "heuristic"
     return "model"
 
@@ -162,12 +166,12 @@ async def session_event(
         return _answer(None, "own-provider")
     cfg = app.config.config
     key = app.sessions.key_for(params.session.id)
-    why = passive_off_reason(app.passive_scope, cfg, params.session, key)
+    why = passive_off_reason(app.passive_scope, cfg, app.compat.status, params.session, key)
     if why is not None:
         log.debug("passive archiving off for this session", session_key=key, reason=why)
         return _answer(None, "off")
     state = await app.sessions.get(params.session.id)
-    mode = passive_score_mode(cfg, state.key)
+    mode = passive_score_mode(cfg, app.compat.status, state.key)
     inp = PassiveInput(
         session_id=params.session.id,
         event=params.event,

@@ -1,7 +1,8 @@
 """Text of the memory-use rules (dsh-rofm:memory-rules), reference §1.13.6; owned by the scoring use case.
 
 Independent of the recall block: it is shown from the first answer on, before any
-recall (§1.13.6). `rules.enabled=false` is the rollback (no section).
+recall (§1.13.6). `rules.enabled=false` is the rollback (no section, or only the QQ
+channel rule in a channel session, §3.2.8).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
 async def rules_section_text(app: App, state: SessionState, ctx: RequestContext) -> str:
     """The section text for this session now; empty renders nothing."""
     cfg = app.config.config
-    if not cfg.rules.enabled:
-        return ""
-    return rules_text(compute_dates=cfg.recall.compute_dates)
+    return rules_text(
+        compute_dates=cfg.recall.compute_dates,
+        enabled=cfg.rules.enabled,
+        channel=app.compat.status.is_channel(state.key),
+    )

@@ -9,7 +9,7 @@ context than to create memories that can never be recalled); with
 The policy itself is `engine.scoring.fallback.decide`; this module gathers its inputs
 (the listed pending folders, the session kind, the rounds counter) and writes the
 heuristic scores. It also holds the helpers the task block and `memory_judge` share:
-the readable-text cache, the era facts of the session and the channel test. The pending
+the readable-text cache, the era facts of the session. The pending
 lists and counts come from the store's counters (`engine.store.index_stats`), kept as
 the index changes, and the telemetry is followed as it grows: no request scans the
 index or re-reads `stats.jsonl`.
@@ -17,7 +17,6 @@ index or re-reads `stats.jsonl`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -26,6 +25,7 @@ import anyio
 import structlog
 
 from engine.assistant_keywords import with_assistant_keywords
+from engine.compat.status import CompatStatus
 from engine.config import MemoryConfig
 from engine.heuristic import with_batch
 from engine.relevance.stats import TermStats
@@ -48,8 +48,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("rofmd.scoring")
 
-_CHANNEL_KEY = re.compile(r"^(?:onebot-|qqb-[gp]-)")
-
 
 @dataclass(frozen=True)
 class ArchiveGate:
@@ -57,11 +55,6 @@ class ArchiveGate:
 
     allowed: bool
     warnings: tuple[str, ...] = ()
-
-
-def is_channel_session(cfg: MemoryConfig, key: str) -> bool:
-    """A QQ channel session (reference §3.2): chat-key prefix, compat not switched off."""
-    return cfg.compat.qq_bots != "off" and _CHANNEL_KEY.match(key) is not None
 
 
 def readable_for(state: SessionState, folder_id: str) -> ReadableText:
@@ -163,8 +156,10 @@ def apply_heuristic(
     return list(changes)
 
 
-def _decision(state: SessionState, cfg: MemoryConfig, under_pressure: bool) -> FallbackDecision:
-    channel = is_channel_session(cfg, state.key)
+def _decision(
+    state: SessionState, cfg: MemoryConfig, compat: CompatStatus, under_pressure: bool
+) -> FallbackDecision:
+    channel = compat.is_channel(state.key)
     rounds = cfg.scoring.auto_heuristic_after_rounds
     return decide(
         fallback=cfg.scoring.fallback,
@@ -173,7 +168,7 @@ def _decision(state: SessionState, cfg: MemoryConfig, under_pressure: bool) -> F
         under_pressure=under_pressure,
         rounds_unjudged=state.scoring_rounds_unjudged,
         rounds_limit=rounds.channel if channel else rounds.plain,
-        channel_heuristic=channel and cfg.compat.channel_score == "heuristic",
+        channel_heuristic=compat.heuristic_scoring(state.key, cfg.compat.channel_score),
     )
 
 
@@ -182,7 +177,8 @@ async def run_fallback(
 ) -> FallbackDecision:
     """Decide, and write the heuristic scores the decision asks for."""
     cfg = app.config.config
-    decision = await anyio.to_thread.run_sync(lambda: _decision(state, cfg, under_pressure))
+    compat = app.compat.status
+    decision = await anyio.to_thread.run_sync(lambda: _decision(state, cfg, compat, under_pressure))
     if decision.heuristic_ids:
         ids = list(decision.heuristic_ids)
         with ctx.commit_guard():

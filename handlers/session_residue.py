@@ -40,6 +40,7 @@ CARRIED = frozenset(
         "scoring_rounds_unjudged",
         "damage",
         "recall_strikes",
+        "member_floor",
     }
 )
 """`SessionState` fields the residue keeps (with `archive`'s in-memory guards, and
@@ -78,6 +79,8 @@ class Residue:
     recall_disabled: bool = False
     """memory_recall's strikes of the current turn: an eviction between two calls of one
     turn must not hand the model six fresh misses (or re-enable a disabled tool)."""
+    member_floor: float = 0.0
+    """The current turn's QQ member gate: an eviction must not lift it mid-turn."""
 
 
 EMPTY = Residue()
@@ -118,6 +121,7 @@ def capture(state: SessionState) -> Residue | None:
         damage=damage if has_damage else None,
         recall_misses=state.recall_strikes.misses,
         recall_disabled=state.recall_strikes.disabled,
+        member_floor=state.member_floor,
     )
     return None if residue == EMPTY else residue
 
@@ -141,3 +145,4 @@ def restore(state: SessionState, residue: Residue) -> None:
         state.damage = residue.damage
     state.recall_strikes.misses = residue.recall_misses
     state.recall_strikes.disabled = residue.recall_disabled
+    state.member_floor = residue.member_floor

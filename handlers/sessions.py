@@ -106,6 +106,9 @@ class SessionState:
     # memory_recall's consecutive keyword misses in the current turn (handlers.tool_recall;
     # reset by the next real user message in handlers.inbox, carried across an eviction).
     recall_strikes: RecallStrikes = field(default_factory=RecallStrikes)
+    # The α floor of the current turn's sender (QQ member gating, handlers.compat): set
+    # by every real user message, read by automatic recall and memory_recall.
+    member_floor: float = 0.0
     # memory-control.json: suppressed memories and the recall pause (handlers.forget).
     hygiene: Any = None
 
@@ -122,9 +125,16 @@ class SessionState:
 class SessionRegistry:
     """Loaded sessions by memory key."""
 
-    def __init__(self, root: Callable[[], Path], per_session: Callable[[], bool]) -> None:
+    def __init__(
+        self,
+        root: Callable[[], Path],
+        per_session: Callable[[], bool],
+        chat_key: Callable[[str], str] = lambda session_id: session_id,
+    ) -> None:
         self._root = root
         self._per_session = per_session
+        # QQ rebuild suffixes folded away while compat is active (handlers.compat)
+        self._chat_key = chat_key
         # least recently used first (`touch` moves a session to the end)
         self._sessions: dict[str, SessionState] = {}
         self._used_ms: dict[str, int] = {}
@@ -136,10 +146,15 @@ class SessionRegistry:
         self.stats_health = StatsHealth()
         """Telemetry writes that failed, in every session opened (for `status`)."""
 
+    def chat_key(self, session_id: str) -> str:
+        """The id the memory directory is named after: the host's id, or its QQ chat key
+        while compat is active (reference §3.2.2: a rebuilt QQ session keeps its memory)."""
+        return self._chat_key(session_id)
+
     def key_for(self, session_id: str) -> str:
-        """The memory directory name of a host session id (injective: distinct ids,
-        distinct keys; `engine.store.ids.safe_session_id`)."""
-        return safe_session_id(session_id)
+        """The memory directory name of a host session id (injective on chat keys:
+        distinct keys, distinct directories; `engine.store.ids.safe_session_id`)."""
+        return safe_session_id(self._chat_key(session_id))
 
     async def get(self, session_id: str) -> SessionState:
         """The loaded state, opening (and recovering) the store on first use.
@@ -147,7 +162,8 @@ class SessionRegistry:
         Outside a read-only request (`session_access`) the session's directory exists
         when this returns: a session opened lazily before gets it now.
         """
-        key = self.key_for(session_id)
+        chat_key = self._chat_key(session_id)
+        key = safe_session_id(chat_key)
         read_only = _READ_ONLY.get()
         state = self._sessions.get(key)
         if state is not None and not read_only and not state.store.materialized:
@@ -161,7 +177,7 @@ class SessionRegistry:
             def opened() -> SessionStore:
                 with long_lived():  # the index lives as long as the session
                     return open_session(
-                        root, session_id, per_session=per_session, create=not read_only
+                        root, chat_key, per_session=per_session, create=not read_only
                     )
 
             store = await anyio.to_thread.run_sync(opened)

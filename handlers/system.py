@@ -89,6 +89,7 @@ async def status(app: App, params: NoParams, ctx: RequestContext) -> dict[str, A
                 "warnings": list(app.config.build.warnings),
             },
             "memoryRoot": str(app.memory_root()),
+            "compat": app.compat.status.to_json(),
             "sessionsLoaded": app.sessions.loaded(),
             # sessions unloaded since start: by `agent/disposed`, idle or over the cap
             # (rofmd.eviction); `remembered`: evicted ones whose residue is kept
@@ -179,7 +180,7 @@ async def metrics(app: App, params: NoParams, ctx: RequestContext) -> dict[str, 
 
 async def config_reload(app: App, params: NoParams, ctx: RequestContext) -> dict[str, Any]:
     """Same effect as SIGHUP or a file change: a bad file keeps the last good config."""
-    result = await app.config.reload()
+    result = await app.reload_config(ctx.now_ms)
     return result.to_json()
 
 

@@ -44,7 +44,6 @@ from engine.scoring.task_block import (
 from engine.store import StoreError
 from handlers.context import RequestContext
 from handlers.scoring_policy import (
-    is_channel_session,
     listed_pending,
     readable_for,
     run_fallback,
@@ -63,7 +62,12 @@ def window_tokens(state: SessionState, cfg: MemoryConfig) -> int | None:
 
 
 def build_task_block(
-    state: SessionState, cfg: MemoryConfig, now_ms: int, *, has_recall_block: bool
+    state: SessionState,
+    cfg: MemoryConfig,
+    now_ms: int,
+    *,
+    has_recall_block: bool,
+    channel: bool = False,
 ) -> TaskBlock:
     """Gather the lists and render the block. Blocking (reads folder texts).
 
@@ -113,7 +117,7 @@ def build_task_block(
             ),
             pending_total=len(listed),
             review_total=len(stats.review),
-            channel=is_channel_session(cfg, state.key),
+            channel=channel,
         ),
     )
 
@@ -181,7 +185,10 @@ async def tasks_section_text(app: App, state: SessionState, ctx: RequestContext)
         has_pending = await anyio.to_thread.run_sync(lambda: bool(listed_pending(state, cfg)))
         state.scoring_rounds_unjudged = state.scoring_rounds_unjudged + 1 if has_pending else 0
     await run_fallback(app, state, ctx, under_pressure=False)
+    channel = app.compat.status.is_channel(state.key)  # §3.2.3's rubric line
     block = await anyio.to_thread.run_sync(
-        lambda: build_task_block(state, cfg, ctx.now_ms, has_recall_block=has_recall)
+        lambda: build_task_block(
+            state, cfg, ctx.now_ms, has_recall_block=has_recall, channel=channel
+        )
     )
     return block.text

@@ -61,6 +61,7 @@ from engine.recall.state import Addition
 from engine.recall.tags import resolve_tags
 from engine.recall.time_filter import plan_time, widen
 from engine.store import CorruptFolder
+from handlers.compat import recall_config
 from handlers.context import RequestContext
 from handlers.recall_state import (
     candidate_index,
@@ -140,7 +141,7 @@ def _search(
     now_ms: int,
 ) -> _Searched:
     """Select and read (blocking; in a worker thread). Changes nothing."""
-    cfg = app.config.config
+    cfg = recall_config(app, state)  # the turn's member gate (QQ groups, §3.2.3)
     index = candidate_index(state, cfg)
     constraints = constraints_of(args, index, cfg)
     keywordless = not args.keywords and (assistant is None or not assistant.keys)
@@ -216,7 +217,7 @@ async def recall_tool(
 ) -> ToolResult:
     """Run one memory_recall call."""
     strikes = state.recall_strikes
-    cfg = app.config.config
+    cfg = recall_config(app, state)
     if strikes.disabled:
         refused = refused_answer(strikes, cfg)
         return ToolResult(refused.value, refused.text, is_error=True)

@@ -333,6 +333,7 @@ SERVE_SETTINGS = (
     ("ROFMD_PASSIVE_SCOPE", "all (channel: QQ channel sessions only; off: none, no tailer)"),
     ("ROFMD_METRICS_SOCKET", "unset (a path: GET /metrics over that Unix socket)"),
     ("ROFMD_METRICS_PORT", "0 (off; N: GET /metrics on 127.0.0.1:N)"),
+    ("ROFMD_DSH_PROFILE_DIR", "unset (the DSH profile QQ compat reads and may patch)"),
 )
 """The settings `serve` has no flag for, with their defaults (a test holds this list to
 `rofmd.settings.DaemonSettings`; written out so `--help` needs no pydantic)."""

@@ -49,6 +49,9 @@ from rofmd.version import version
 
 log = structlog.get_logger("rofmd")
 CONFIG_FILES = frozenset({"config.json", "config.local.json"})
+COMPAT_POLL_S = 5.0
+"""How often the DSH profile's files are checked for a change (a few stat calls, in a
+worker thread); a change re-detects the QQ plugins (`handlers.compat`)."""
 
 
 def wall_clock_ms() -> int:
@@ -91,6 +94,7 @@ class Daemon:
             self,
             debug_methods=settings.debug_methods,
             passive_scope=settings.passive_scope,
+            dsh_profile=settings.dsh_profile_dir,
         )
         # unloaded sessions (dispose, eviction) give their memory back to the OS
         self.memory = MemoryRelease()
@@ -229,7 +233,7 @@ class Daemon:
     async def reload(self, reason: str) -> None:
         """Reload the memory config, telling systemd (Type=notify-reload) while it runs."""
         self.notifier.reloading(time.monotonic_ns() // 1000)
-        result = await self.config.reload()
+        result = await self.app.reload_config(self.clock_ms())
         if result.ok:
             log.info(
                 "config reloaded",
@@ -245,6 +249,19 @@ class Daemon:
                 errors=list(result.errors),
             )
         self.notifier.ready(self._status_line())
+
+    async def _refresh_compat(self) -> None:
+        """Re-detect the QQ plugins when the profile's files changed (§3.2.1; a reload
+        re-detects too, `App.reload_config`); the autopatch self-heals then."""
+        if self.app.enabled:
+            await self.app.compat.refresh(
+                self.config.config, self.app.memory_root(), self.clock_ms()
+            )
+
+    async def _watch_compat(self) -> None:
+        while True:
+            await anyio.sleep(COMPAT_POLL_S)
+            await self._refresh_compat()
 
     async def _watch_config(self, done: anyio.Event) -> None:
         try:
@@ -312,6 +329,7 @@ class Daemon:
             if self.settings.metrics_socket is not None:
                 self._metrics_path = self.settings.metrics_socket
             self._listeners = [await SocketListener.from_socket(s) for s in socks]
+            await self._refresh_compat()
             async with anyio.create_task_group() as root:
                 async with anyio.create_task_group() as work:
                     self.dispatcher = Dispatcher(
@@ -354,6 +372,7 @@ class Daemon:
                             )
                         root.start_soon(self.eviction.run)
                         root.start_soon(self.memory.run)
+                        root.start_soon(self._watch_compat)
                         log.info(
                             "rofmd serving",
                             socket=str(self.settings.socket_path),

@@ -81,6 +81,11 @@ class DaemonSettings(BaseSettings):
     # and `rofmd metrics` need neither).
     metrics_socket: Path | None = None
     metrics_port: int = Field(default=0, ge=0, le=65535)
+    # QQ compat (reference §3.2): the DSH profile whose plugins `compat.qqBots: auto`
+    # detects, and the only one whose Derpyu tool whitelist the daemon may patch. Unset:
+    # detection reads DSH_PROFILE_DIR, $DSH_HOME/profiles/$DSH_PROFILE or
+    # ~/.dsh/profiles/desktop, and patches nothing.
+    dsh_profile_dir: Path | None = None
 
     @field_validator(
         "socket_path", "config_dir", "memory_root", "state_dir", "sessions_dir", "metrics_socket"

@@ -147,6 +147,8 @@ def running_daemon(
     full_env.update({"ROFMD_DEBUG_METHODS": "1", "PYTHONUNBUFFERED": "1"})
     # a test daemon tails its own (absent) session logs, never the machine user's
     full_env["ROFMD_SESSIONS_DIR"] = str(base / "sessions")
+    # nor detects the QQ plugins of the machine user's DSH profile (reference §3.2.1)
+    full_env["DSH_PROFILE_DIR"] = str(base / "dsh-profile")
     full_env.update(env or {})
     cmd = [
         sys.executable,

@@ -112,7 +112,7 @@ def test_foreign_compaction_archives_the_originals_once() -> None:
 
 
 def test_channel_scope_and_heuristic_sessions() -> None:
-    """`passive_scope: channel` archives QQ channel sessions only; with
+    """`passive_scope: channel` archives QQ channel sessions only (compat active); with
     `scoring.fallback: "always"` the folders are scored at creation, and the recall tool
     finds them: the indexes see passive folders as they see the others."""
     plain, channel = SessionLog("web-session-3"), SessionLog("onebot-123456")
@@ -124,7 +124,8 @@ def test_channel_scope_and_heuristic_sessions() -> None:
         summary, _ = log.compaction(span)
         events.append((log, _event(log, summary, span)))
     with running_daemon(
-        env={"ROFMD_PASSIVE_SCOPE": "channel"}, config={"scoring": {"fallback": "always"}}
+        env={"ROFMD_PASSIVE_SCOPE": "channel"},
+        config={"scoring": {"fallback": "always"}, "compat": {"qqBots": "on"}},
     ) as d:
         c = LineSocket(d.socket_path)
         init = c.call(1, "initialize", {"protocolVersion": 1, "capabilities": CAPS})

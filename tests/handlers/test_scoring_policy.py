@@ -10,7 +10,7 @@ from engine.store import open_session
 from handlers.app import App, Paths
 from handlers.config_state import ConfigState
 from handlers.context import ConnectionState, RequestContext
-from handlers.scoring_policy import archive_gate, is_channel_session
+from handlers.scoring_policy import archive_gate
 from handlers.tasks_section import tasks_section_text, window_tokens
 from tests.engine.scoring_fixtures import BASE_MS, user, write_pending
 
@@ -74,9 +74,9 @@ async def test_rounds_without_judging_fall_back(tmp_path: Path) -> None:
 
 async def test_channel_score_heuristic(tmp_path: Path) -> None:
     seed(tmp_path, "qqb-g-123456", 2)
-    app = make_app(tmp_path, {"compat": {"channelScore": "heuristic"}})
+    app = make_app(tmp_path, {"compat": {"qqBots": "on", "channelScore": "heuristic"}})
     state = await app.sessions.get("qqb-g-123456")
-    assert is_channel_session(app.config.config, state.key)
+    assert app.compat.status.is_channel(state.key)
     assert await tasks_section_text(app, state, ctx("prompt/sections")) == ""
     assert all(e.scoreMode == "heuristic" for e in state.store.index)
 

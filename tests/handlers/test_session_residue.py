@@ -63,6 +63,7 @@ def test_capture_then_restore_gives_the_same_facts(tmp_path: Path) -> None:
     state.archive.hard_stopped = True
     state.archive.warned.add("smallWindow")
     state.archive.tokens_issued = 5
+    state.member_floor = 0.5
     memory_only = RecallState(path=state.store.paths.recall_state, persist=False, block="x")
     state.recall = memory_only
     residue = capture(state)
@@ -71,6 +72,7 @@ def test_capture_then_restore_gives_the_same_facts(tmp_path: Path) -> None:
     restore(fresh, residue)
     assert fresh.new_series_pending and fresh.recall_reloaded and fresh.recall is memory_only
     assert (fresh.context_window, fresh.last_turn, fresh.scoring_rounds_unjudged) == (64_000, 7, 2)
+    assert fresh.member_floor == 0.5  # a QQ member's gate survives an eviction mid-turn
     a = fresh.archive
     assert (a.pressure_failures, a.hard_stopped, a.warned, a.tokens_issued) == (
         1,

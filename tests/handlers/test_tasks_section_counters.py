@@ -32,7 +32,7 @@ from engine.store import IndexEntry, SessionStore, StoreError, open_session, rea
 from handlers.app import App, Paths
 from handlers.config_state import ConfigState
 from handlers.context import ConnectionState, RequestContext
-from handlers.scoring_policy import archive_gate, is_channel_session, readable_for
+from handlers.scoring_policy import archive_gate, readable_for
 from handlers.sessions import SessionState
 from handlers.tasks_section import build_task_block, tasks_section_text, window_tokens
 from tests.engine.scoring_fixtures import BASE_MS, assistant, pending_meta, user
@@ -160,7 +160,7 @@ def old_build(state: SessionState, cfg: MemoryConfig, now_ms: int) -> TaskBlock:
             ),
             pending_total=len(pending),
             review_total=len(review),
-            channel=is_channel_session(cfg, state.key),
+            channel=False,
         )
     )
 
