@@ -127,6 +127,7 @@ class DaemonSeen:
     check: Check
     config_dir: Path | None = None
     memory_root: Path | None = None
+    compat: dict[str, Any] | None = None
 
 
 def check_daemon(socket_path: Path) -> DaemonSeen:
@@ -146,10 +147,52 @@ def check_daemon(socket_path: Path) -> DaemonSeen:
     cfg_dir = (status.get("config") or {}).get("dir")
     root = status.get("memoryRoot")
     detail = f"answers on {socket_path} (pid {status.get('pid')}, version {status.get('version')})"
+    compat = status.get("compat")
     return DaemonSeen(
         Check("daemon", True, detail),
         Path(cfg_dir) if isinstance(cfg_dir, str) else None,
         Path(root) if isinstance(root, str) else None,
+        compat if isinstance(compat, dict) else None,
+    )
+
+
+_PATCH_HINTS = {
+    "no-profile-setting": "set ROFMD_DSH_PROFILE_DIR to the DSH profile rofmd may patch,"
+    " then reload (`rofmd reload`)",
+    "unknown-structure": "qq-tool-restrict.mjs is not shaped as rofmd knows: add the four"
+    " memory tool names to SAFE_EXACT by hand, or leave Derpyu chats on heuristic scoring",
+    "read-only": "make qq-tool-restrict.mjs writable for the daemon's user, then reload",
+    "rolled-back": "you rolled the patch back; delete its record in"
+    " <memory root>/.compat-state.json to have it applied again",
+}
+
+
+def check_compat(compat: Mapping[str, Any]) -> Check:
+    """QQ compat as the daemon sees it (reference §3.2): which plugins it detected, and
+    whether Derpyu's tool whitelist lets rofmd's tools run. An unpatched whitelist fails:
+    the model can never score or search Derpyu chats (they fall back to heuristics)."""
+    plugins = ", ".join(compat.get("plugins") or []) or "no QQ plugin"
+    mode = compat.get("mode")
+    if not compat.get("active"):
+        why = f" ({compat['error']})" if mode == "auto" and compat.get("error") else ""
+        return Check("QQ compat", True, f"off (compat.qqBots: {mode}; {plugins}{why})")
+    detail = f"on (compat.qqBots: {mode}; {plugins})"
+    if "derpyu-qq-bridge" not in (compat.get("plugins") or []):
+        return Check("QQ compat", True, detail)
+    action = str(compat.get("patch"))
+    if compat.get("derpyuPatched"):
+        return Check("QQ compat", True, f"{detail}; Derpyu whitelist patched ({action})")
+    if action == "disabled":
+        return Check(
+            "QQ compat",
+            True,
+            f"{detail}; autoPatchDerpyu is false: Derpyu chats scored heuristically",
+        )
+    return Check(
+        "QQ compat",
+        False,
+        f"{detail}; Derpyu whitelist not patched ({action}): rofmd's tools are refused there",
+        _PATCH_HINTS.get(action, "see the daemon log for the autopatch warning"),
     )
 
 
@@ -202,10 +245,13 @@ def run_checks(
             state_dir=settings.state_dir,
             home=Path(environ.get("HOME") or Path.home()),
         )
-    return [
+    checks = [
         config_check,
         check_inert_keys(settings, environ),
         check_socket_dir(settings.socket_path),
         seen.check,
         check_memory_root(root),
     ]
+    if seen.compat is not None:
+        checks.append(check_compat(seen.compat))
+    return checks
