@@ -16,6 +16,7 @@ from handlers import passive, pre_step, session_methods, system
 from handlers.app import App
 from handlers.context import RequestContext
 from handlers.inbox import InboxParams, agent_inbox_inserted
+from handlers.listeners import LISTENER_METHODS
 from handlers.params import (
     InitializeParams,
     NoParams,
@@ -34,7 +35,8 @@ class Method:
 
     `needs_enabled`: answered -32001 when memory was disabled at start.
     `debug`: exists only with the `debug_methods` setting.
-    `listener`: a host event the bridge must forward; `initialize` lists it.
+    `listener`: a host event the bridge must forward (`handlers.listeners`, which
+    `initialize` lists).
     """
 
     name: str
@@ -42,7 +44,11 @@ class Method:
     handler: Handler
     needs_enabled: bool = True
     debug: bool = False
-    listener: bool = False
+
+    @property
+    def listener(self) -> bool:
+        """A host event the bridge forwards (`handlers.listeners.LISTENER_METHODS`)."""
+        return self.name in LISTENER_METHODS
 
 
 _METHODS: dict[str, Method] = {
@@ -54,13 +60,13 @@ _METHODS: dict[str, Method] = {
         Method("metrics", NoParams, system.metrics, needs_enabled=False),
         Method("config/reload", NoParams, system.config_reload, needs_enabled=False),
         Method("prompt/sections", SessionParams, session_methods.prompt_sections),
-        Method("agent/disposed", SessionParams, session_methods.agent_disposed, listener=True),
-        Method("agent/inbox/inserted", InboxParams, agent_inbox_inserted, listener=True),
+        Method("agent/disposed", SessionParams, session_methods.agent_disposed),
+        Method("agent/inbox/inserted", InboxParams, agent_inbox_inserted),
         Method("tools/call", ToolCallParams, tools_call),
-        Method("agent/pre-step", pre_step.PreStepParams, pre_step.pre_step, listener=True),
+        Method("agent/pre-step", pre_step.PreStepParams, pre_step.pre_step),
         Method("archive/commit", pre_step.ArchiveCommitParams, pre_step.archive_commit),
         Method("archive/abort", pre_step.ArchiveAbortParams, pre_step.archive_abort),
-        Method("session/event", passive.SessionEventParams, passive.session_event, listener=True),
+        Method("session/event", passive.SessionEventParams, passive.session_event),
         Method("debug/sleep", SleepParams, system.debug_sleep, needs_enabled=False, debug=True),
     )
 }
@@ -77,13 +83,3 @@ def lookup(name: str, *, debug_methods: bool) -> Method | None:
 def method_names(*, debug_methods: bool) -> list[str]:
     """Every method this daemon answers, sorted."""
     return sorted(n for n, m in _METHODS.items() if debug_methods or not m.debug)
-
-
-def listeners(app: App | None = None) -> list[str]:
-    """Host events the bridge must forward to this daemon, in the protocol's order;
-    `session/event` only while passive archiving is on (``app.passive_scope``)."""
-    order = ["agent/inbox/inserted", "agent/pre-step", "agent/disposed", "session/event"]
-    present = {n for n, m in _METHODS.items() if m.listener}
-    if app is not None and app.passive_scope == "off":
-        present.discard("session/event")
-    return [n for n in order if n in present] + sorted(present - set(order))

@@ -11,6 +11,7 @@ from handlers.context import RequestContext
 from handlers.damage import damage_status
 from handlers.errors import HandlerError
 from handlers.forget import memory_control_status
+from handlers.listeners import listeners
 from handlers.metrics import CONTENT_TYPE
 from handlers.params import InitializeParams, NoParams, OptionalSessionParams, SleepParams
 from handlers.sections import section_specs
@@ -53,7 +54,6 @@ async def initialize(app: App, params: InitializeParams, ctx: RequestContext) ->
         "listeners": [],
     }
     if app.enabled:
-        from handlers.registry import listeners
         from handlers.tools import tool_schemas
 
         result["sections"] = section_specs(conn)

@@ -158,7 +158,7 @@ def test_scope_off_lists_no_session_event() -> None:
     """Without a daemon: `initialize` lists `session/event` unless the scope is off."""
     from types import SimpleNamespace
 
-    from handlers.registry import listeners
+    from handlers.listeners import listeners
 
     assert "session/event" in listeners(SimpleNamespace(passive_scope="all"))  # type: ignore[arg-type]
     assert "session/event" in listeners(SimpleNamespace(passive_scope="channel"))  # type: ignore[arg-type]
