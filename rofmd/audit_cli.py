@@ -25,7 +25,6 @@ from typing import Any
 from engine.scoring.era_audit import StoreEras, boundaries, era_totals, store_eras
 from engine.store import read_jsonl
 from engine.store.index_marks import write_index_marks
-from rofmd.engine_cli import CliError, Where, locate
 from rofmd.socket_location import SOCKET_ENV
 from rofmd.store_views import (
     add_store_options,
@@ -35,6 +34,7 @@ from rofmd.store_views import (
     read_listed,
     serving_daemon,
 )
+from rofmd.where import CliError, Where, locate
 
 __all__ = ["add_audit_parser"]
 

@@ -46,7 +46,7 @@ import zstandard
 
 from engine import jsonio
 from engine.jsonio import dumps_json, temp_path
-from rofmd.engine_cli import CliError
+from rofmd.where import CliError
 
 __all__ = [
     "FORMAT",

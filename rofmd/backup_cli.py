@@ -64,7 +64,6 @@ from rofmd.backup_archive import (
     write_manifest,
     write_tar_zst,
 )
-from rofmd.engine_cli import CliError, UsageError, Where, locate
 from rofmd.progress import Progress
 from rofmd.store_views import (
     Listed,
@@ -75,6 +74,7 @@ from rofmd.store_views import (
     print_json,
     serving_daemon,
 )
+from rofmd.where import CliError, UsageError, Where, locate
 
 __all__ = ["add_backup_parsers"]
 

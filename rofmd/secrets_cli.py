@@ -32,7 +32,7 @@ import orjson
 
 if TYPE_CHECKING:
     from engine.secrets.redact import Mode
-    from rofmd.engine_cli import Where
+    from rofmd.where import Where
 
 __all__ = ["add_secrets_parsers"]
 
@@ -136,7 +136,7 @@ def _scan_session(
 def cmd_scan_secrets(args: argparse.Namespace) -> int:
     """Report (and with --apply redact) the secrets of an existing store."""
     from engine.secrets.rewrite import restore_session
-    from rofmd.engine_cli import CliError, locate
+    from rofmd.where import CliError, locate
 
     try:
         where = locate(args)

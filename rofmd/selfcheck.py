@@ -46,8 +46,8 @@ from engine.scoring.era_audit import era_totals, pending_verdict, store_eras
 from engine.store import FolderMeta, IndexEntry, is_folder_id, read_jsonl
 from engine.store.readonly import ReadonlyStore, iter_metas, read_image_table
 from engine.timeexpr.civil import valid_ms
-from rofmd.engine_cli import UsageError, Where
 from rofmd.store_views import add_store_options, guarded, now_ms, print_json, read_listed
+from rofmd.where import UsageError, Where
 
 __all__ = ["Check", "add_selfcheck_parser", "run_selfcheck"]
 

@@ -31,9 +31,9 @@ from engine.recall.hygiene import HYGIENE_FILE, Hygiene
 from engine.recall.state import RecallState, peek_state_file
 from engine.store.images import image_files
 from engine.store.readonly import ReadonlyStore
-from rofmd.engine_cli import CliError, UsageError, locate
 from rofmd.socket_location import SOCKET_ENV, client_socket_path
 from rofmd.store_views import add_store_options, folder_rows, guarded, print_json, read_listed
+from rofmd.where import CliError, UsageError, locate
 
 __all__ = ["add_show_parser", "block_on_disk", "counts", "state_summary"]
 

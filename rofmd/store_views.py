@@ -6,7 +6,7 @@ may serve them meanwhile), so each finds the stores the same read-only way (noth
 claimed, migrated or created: :func:`engine.store.find_session_dir`,
 :func:`engine.store.list_session_dirs`) and reads them without recovery
 (:func:`engine.store.readonly.read_store`). Config and memory root are the daemon's
-(:func:`rofmd.engine_cli.locate`).
+(:func:`rofmd.where.locate`).
 
 Errors: a bad argument exits 2, a failure 1, each as one line on stderr
 (`rofmd <command>: …`), never a traceback.
@@ -27,7 +27,7 @@ import orjson
 from engine.store import StoreError, find_session_dir, list_session_dirs
 from engine.store.layout import SessionPaths, session_dir_paths, session_paths
 from engine.store.readonly import ReadonlyStore, read_store
-from rofmd.engine_cli import DEFAULT_SESSION, CliError, UsageError, Where
+from rofmd.where import DEFAULT_SESSION, CliError, UsageError, Where
 
 __all__ = [
     "Listed",

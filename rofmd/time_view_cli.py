@@ -37,7 +37,7 @@ __all__ = ["add_time_view_parser", "cmd_time_view"]
 
 def _stores(args: argparse.Namespace, root: Path, cfg: MemoryConfig) -> list[tuple[str, Path]]:
     """(session, directory) of the stores to show; nothing is created or claimed."""
-    from rofmd.engine_cli import CliError
+    from rofmd.where import CliError
 
     if not cfg.storage.per_session:
         return [(args.session or "cli", root)] if root.is_dir() else []
@@ -63,7 +63,7 @@ def _when(ms: int, tz: Any) -> str:
 
 def cmd_time_view(args: argparse.Namespace) -> int:
     """Print the folders of a time window (module docstring); exit 1 on bad input."""
-    from rofmd.engine_cli import CliError, locate
+    from rofmd.where import CliError, locate
 
     try:
         where = locate(args)
