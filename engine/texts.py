@@ -843,3 +843,111 @@ CONTROL_RESUMED = "已恢复本会话的自动回忆：从下一条用户消息�
 CONTROL_ALREADY_PAUSED = "本会话的自动回忆已处于暂停状态，无需重复。"
 CONTROL_ALREADY_ON = "本会话的自动回忆本来就是开启的。"
 CONTROL_NEED = "memory_control 需要 recall：pause（暂停自动回忆注入）或 resume（恢复）。"
+
+# ---- memory_group_recall (reference §3.2.10, v1.4.2) ---------------------------------
+# The answer's forms are the reference's examples (header, 条件 line, entries, 还有更多,
+# 数据范围, the miss, listGroups, the offset line's words), full-width punctuation; the
+# refusals carry its quoted words (本工具仅限 QQ 私聊使用, 不可用/已禁用, config.local.json);
+# the warnings say what its rules say (clamps, swaps, ignored input) in memory_recall's forms.
+
+GROUP_RECALL_DESCRIPTION = (
+    "只读查询 QQ 群聊的历史记忆：主人在 QQ 私聊里想查“群里之前聊过什么”时调用。可按关键词（query）、"
+    "群号或 chatKey（group）、时间范围（timeFrom / timeTo）检索，offset 分页；listGroups=true 只列出有记忆的群。"
+    "只返回群聊记忆，任何情况下都不会返回私聊 / WebUI / 子代理记忆；仅限 QQ 私聊里的主人（compat.ownerIds）"
+    "使用，群聊、非主人私聊、WebUI 会话与子代理调用一律拒绝。工具只读，不修改任何文件。"
+)
+"""§3.2.10's first paragraph, its direction table and its parameters, in one description
+(the reference quotes none)."""
+GROUP_RECALL_PARAM_QUERY = "关键词/短语（专有名词、技术名、项目名、参数名，空格分隔多词取并集）；省略或空串 = 按时间/重要性列最近记忆"
+GROUP_RECALL_PARAM_GROUP = (
+    "只查指定群：群号（如 123456）、chatKey（onebot-group-… / qqb-g-…）或完整（含轮换后缀的）会话 id"
+    "（内部归一为稳定 chatKey 再匹配）；省略 = 所有群"
+)
+GROUP_RECALL_PARAM_LIMIT = "返回条数，默认 8，clamp 1..min(20, crossChat.maxResults)"
+GROUP_RECALL_PARAM_OFFSET = "分页偏移，默认 0，clamp 0..1000；上一页提示“还有更多”时用它继续"
+GROUP_RECALL_PARAM_TIME = (
+    "时间过滤：ISO 字符串（YYYY、YYYY-MM、YYYY-MM-DD、带时区的完整 ISO）或 epoch 毫秒；"
+    "按 eventStart ?? createdAt 过滤。timeTo 只写日期时包含当天；timeFrom 晚于 timeTo 时自动交换并 warning；"
+    "无法解析的输入忽略并 warning（不报错）"
+)
+GROUP_RECALL_PARAM_LIST_GROUPS = (
+    "true 时只列出“有记忆的群”（群号、chatKey、记忆条数、最近一条时间），不返回片段"
+)
+"""Parameter texts: the 说明 column of §3.2.10's table."""
+
+GROUP_RECALL_HEADER = "跨群记忆查询（仅群聊，共 {total} 条命中；显示第 {first}–{last} 条）"
+GROUP_RECALL_HEADER_EMPTY = "跨群记忆查询（仅群聊，共 {total} 条命中）"
+GROUP_RECALL_CONDITIONS = "条件：{items}"
+GROUP_RECALL_SEPARATOR = " · "
+GROUP_RECALL_CONDITION_QUERY = "关键词={words}"
+GROUP_RECALL_CONDITION_GROUP = "群={group}"
+GROUP_RECALL_CONDITION_TIME = "时间={start} ~ {end}"
+GROUP_RECALL_TIME_OPEN = "…"
+"""The open side of a time condition given on one side only."""
+GROUP_RECALL_ITEM = "{n}. [群 {group}] {date} · α={alpha} · 标题={title}"
+GROUP_RECALL_SNIPPET = "   摘要：{snippet}"
+GROUP_RECALL_TRUNCATED = "（已截断）"
+"""Appended to a 摘要 cut at crossChat.maxSnippetChars (§3.2.10 标注「(已截断)」)."""
+GROUP_RECALL_LINE_JOIN = " / "
+"""Between the lines of a conversation in its one-line 摘要."""
+GROUP_RECALL_SNIPPET_UNREADABLE = "（原文暂时无法读取）"
+GROUP_RECALL_MORE = "（还有更多：可用 offset={next} 继续）"
+GROUP_RECALL_SCOPE = "数据范围：仅 QQ 群聊记忆；不含私聊 / WebUI / 子代理记忆。"
+GROUP_RECALL_NONE = "没有找到匹配的群聊记忆：可换关键词、群号或时间范围再试；也可用 listGroups=true 查看哪些群有记忆。"
+GROUP_RECALL_OFFSET_PAST = "本页没有条目：offset={offset} 超出范围（共 {total} 条命中），可用更小的 offset 或 offset=0 重新查看。"
+"""§3.2.10 gives the words up to 「（共 N 条命中）」; the way on is ours."""
+GROUP_RECALL_LIST_HEADER = "跨群记忆查询（仅群聊 · listGroups）"
+GROUP_RECALL_LIST_ITEM = "- 群 {group}（{key}）· {n} 条记忆 · 最近 {latest}"
+GROUP_RECALL_LIST_TOTAL = "共 {n} 个群有群聊记忆。"
+GROUP_RECALL_WARNING = "提示：{text}"
+
+GROUP_RECALL_WARN_LIMIT = "limit={given} 超出 1..{high}，已按 {used} 处理。"
+GROUP_RECALL_WARN_OFFSET = "offset={given} 超出 0..{high}，已按 {used} 处理。"
+GROUP_RECALL_WARN_QUERY_TYPE = "query={given} 不是字符串，已按省略处理（列最近记忆）。"
+GROUP_RECALL_WARN_QUERY_CAP = (
+    "query 最多 {max} 个词：本次给了 {n} 个，只取前 {max} 个（未使用：{dropped}）。"
+)
+GROUP_RECALL_WARN_GROUP_TYPE = "group={given} 不是字符串或群号，已按所有群处理。"
+GROUP_RECALL_WARN_GROUP_UNKNOWN = (
+    "group 不是群号或群聊 chatKey（onebot-group-… / qqb-g-…），没有对应的群聊记忆。"
+)
+GROUP_RECALL_GROUP_INVALID = "（无效）"
+"""The 群 condition of a group value that names no group (not echoed: it may be a path)."""
+GROUP_RECALL_WARN_TIME_INVALID = "{field}={given} 不是可识别的时间（YYYY / YYYY-MM / YYYY-MM-DD / 带时区的完整 ISO / epoch 毫秒），已忽略。"
+GROUP_RECALL_WARN_LIST_GROUPS = "listGroups={given} 不是 true/false，已按 false 处理。"
+GROUP_RECALL_WARN_UNKNOWN_ARGUMENT = (
+    "memory_group_recall 没有参数 {names}，已忽略"
+    "（可用 query / group / limit / offset / timeFrom / timeTo / listGroups）。"
+)
+GROUP_RECALL_WARN_MAX_GROUPS = (
+    "群聊记忆库共 {total} 个，超过 crossChat.maxGroups={max}：只查了按名称排序的前 {max} 个。"
+)
+GROUP_RECALL_WARN_MAX_FOLDERS = "群 {group} 有 {total} 个记忆文件夹，超过 crossChat.maxFoldersPerGroup={max}：只查了最近的 {max} 个。"
+GROUP_RECALL_WARN_UNREADABLE = "群 {group} 的记忆索引暂时无法读取，本次跳过。"
+GROUP_RECALL_SECRET_QUERY = (
+    "未检索：query 看起来包含机密值（API 密钥、口令或令牌一类），记忆不按机密值检索。"
+    "请改用描述它的词（服务名、用途、配置项名）再试。"
+)
+
+# Refusals (isError): checked before any memory file is read; no memory content, no path.
+GROUP_RECALL_REFUSED_DISABLED = (
+    "memory_group_recall 不可用：已禁用（QQ 渠道兼容未启用，或 compat.crossChat.enabled=false）。"
+)
+GROUP_RECALL_REFUSED_NO_TOOLS = (
+    "memory_group_recall 不可用：本连接没有启用工具（initialize 的 capabilities.tools=false）。"
+)
+GROUP_RECALL_REFUSED_GROUP = "memory_group_recall 已拒绝：本工具仅限 QQ 私聊使用。当前是 QQ 群聊会话，群聊里不能查询任何聊天的记忆。"
+GROUP_RECALL_REFUSED_NOT_PRIVATE = (
+    "memory_group_recall 已拒绝：本工具仅限 QQ 私聊使用（当前会话不是 QQ 私聊）。"
+)
+GROUP_RECALL_REFUSED_SUBAGENT = (
+    "memory_group_recall 已拒绝：本工具仅限 QQ 私聊使用，子代理会话不能调用。"
+)
+GROUP_RECALL_REFUSED_NO_OWNERS = (
+    "memory_group_recall 已拒绝：还没有配置主人 QQ（compat.ownerIds 为空时对所有人拒绝）。"
+    "请把主人的 QQ 号写进 gitignored 的 config.local.json 的 compat.ownerIds。"
+)
+GROUP_RECALL_REFUSED_NOT_OWNER = (
+    "memory_group_recall 已拒绝：只有 compat.ownerIds 里的主人能在 QQ 私聊里查询群聊记忆。"
+)
+GROUP_RECALL_REFUSED_SHARED_STORE = "memory_group_recall 已拒绝：storage.perSession=false 时所有会话共用一个记忆目录，无法区分聊天边界。"

@@ -38,7 +38,9 @@ if TYPE_CHECKING:
 
 __all__ = ["STORE_ONLY_TOOLS", "opens_lazily"]
 
-STORE_ONLY_TOOLS = frozenset({"memory_judge", "memory_recall", "memory_image"})
+STORE_ONLY_TOOLS = frozenset(
+    {"memory_judge", "memory_recall", "memory_image", "memory_group_recall"}
+)
 """Tools whose every durable write goes through the session's store (a tool added here
 must keep it that way)."""
 

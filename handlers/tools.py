@@ -57,6 +57,9 @@ class Tool:
     parameters: dict[str, Any]
     handler: ToolHandler
     available: Callable[[App], bool] = lambda app: True
+    refuses_itself: bool = False
+    """Called even while not `available`: the handler answers with its own refusal
+    (a tool the bridge registered before a hot switch-off)."""
 
     def schema(self) -> dict[str, Any]:
         """`ToolSchema` as `initialize` lists it."""
@@ -91,11 +94,19 @@ def _tools() -> dict[str, Tool]:
     """The tool table; tool modules are imported here so each stays self-contained."""
     from handlers.tool_control import TOOL as MEMORY_CONTROL
     from handlers.tool_forget import TOOL as MEMORY_FORGET
+    from handlers.tool_group_recall import TOOL as MEMORY_GROUP_RECALL
     from handlers.tool_image import TOOL as MEMORY_IMAGE
     from handlers.tool_judge import TOOL as MEMORY_JUDGE
     from handlers.tool_recall import TOOL as MEMORY_RECALL
 
-    tools: list[Tool] = [MEMORY_JUDGE, MEMORY_RECALL, MEMORY_IMAGE, MEMORY_FORGET, MEMORY_CONTROL]
+    tools: list[Tool] = [
+        MEMORY_JUDGE,
+        MEMORY_RECALL,
+        MEMORY_IMAGE,
+        MEMORY_FORGET,
+        MEMORY_CONTROL,
+        MEMORY_GROUP_RECALL,
+    ]
     return {t.name: t for t in tools}
 
 
@@ -130,7 +141,7 @@ def parse_arguments(raw: dict[str, Any] | str | None) -> dict[str, Any]:
 async def tools_call(app: App, params: ToolCallParams, ctx: RequestContext) -> dict[str, Any]:
     """Run one tool call and answer with its rendered output and the current sections."""
     tool = _tools().get(params.name)
-    if tool is None or not tool.available(app):
+    if tool is None or not (tool.available(app) or tool.refuses_itself):
         raise HandlerError(-32601, f"unknown tool: {params.name}", {"tool": params.name})
     arguments = parse_arguments(params.arguments)
     state = await app.sessions.get(params.session.id)
