@@ -43,6 +43,12 @@ ARCHIVE_FILE_PLACEHOLDER = "[文件：（{name}）]"
 """A file attachment in archived text. The reference is silent on files; this mirrors the
 image placeholder so the model reads both the same way."""
 
+ARCHIVE_VOICE_NOTE = "[语音] {transcript}"
+"""A QQ voice note with its transcript, in archived channel text (§3.2.7 语音归档)."""
+
+ARCHIVE_VOICE_UNTRANSCRIBED = "[语音]（未转写）"
+"""A QQ voice note whose transcript never came (STT off or failed), §3.2.7."""
+
 ARCHIVE_TOOL_CALL = "[tool-call {name} {arguments}]"
 """A tool call of an assistant message in archived text (the "[tool-call …] 协议消息" the
 reference's readable renderer later filters)."""
@@ -843,6 +849,7 @@ CONTROL_RESUMED = "已恢复本会话的自动回忆：从下一条用户消息�
 CONTROL_ALREADY_PAUSED = "本会话的自动回忆已处于暂停状态，无需重复。"
 CONTROL_ALREADY_ON = "本会话的自动回忆本来就是开启的。"
 CONTROL_NEED = "memory_control 需要 recall：pause（暂停自动回忆注入）或 resume（恢复）。"
+
 
 # ---- memory_group_recall (reference §3.2.10, v1.4.2) ---------------------------------
 # The answer's forms are the reference's examples (header, 条件 line, entries, 还有更多,

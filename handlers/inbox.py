@@ -38,6 +38,7 @@ from handlers.compat import note_sender, recall_config
 from handlers.context import RequestContext
 from handlers.forget import ensure_hygiene
 from handlers.long_lived import long_lived
+from handlers.media_staging import stage_message_images
 from handlers.params import Message, Millis, SafeInt, Session, TokenCount, Wire
 from handlers.recall_state import (
     candidate_index,
@@ -127,6 +128,8 @@ async def agent_inbox_inserted(
 ) -> dict[str, Any]:
     """Run automatic recall for a real user message and answer the sections."""
     state = await app.sessions.get(params.session.id)
+    # QQ onebot images are copied while their files surely exist (§3.2.7)
+    await stage_message_images(app, state, params.message, message_text(params.message), ctx.now_ms)
     cfg = app.config.config
     rs = await ensure_recall_state(app, state)
     if params.contextWindow:

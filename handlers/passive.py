@@ -36,6 +36,7 @@ from engine.config.model import MemoryConfig
 from engine.passive import PassiveInput, PassiveOutcome, archive_passive, compaction_of
 from handlers.app import App
 from handlers.context import RequestContext
+from handlers.media_staging import onebot_channel
 from handlers.params import (
     MAX_NODES,
     IdStr,
@@ -181,6 +182,7 @@ async def session_event(
         archiver_version=ARCHIVER_VERSION,
         score_mode=mode,
         session_stats=lambda: session_term_stats(state, cfg),
+        channel=onebot_channel(app.compat.status, state.key),  # §3.2.7 images, voice notes
     )
     with ctx.commit_guard():
         out = await anyio.to_thread.run_sync(lambda: archive_passive(state.store, inp))

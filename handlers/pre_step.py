@@ -58,6 +58,7 @@ from engine.archive import (
 from engine.archive.commit import archive_token, commit_plan
 from engine.archive.image_check import image_kind
 from engine.archive.telemetry import rearchive_record
+from engine.compat.media import StagedMessage, staged_messages
 from engine.config.model import MemoryConfig
 from engine.recall_view import RecallBlockView
 from engine.scoring.readable import ReadableText, readable_text
@@ -66,6 +67,7 @@ from handlers.app import App
 from handlers.archive_state import MAX_SETTLED, Outcome, PendingArchive, span_of, surface_ids
 from handlers.context import RequestContext
 from handlers.errors import INVALID_PARAMS, HandlerError, invalid_params
+from handlers.media_staging import note_archived, onebot_channel, release_settled
 from handlers.params import (
     MAX_NODES,
     MAX_REASON_CHARS,
@@ -161,6 +163,7 @@ ARCHIVER_VERSION = _archiver_version()
 async def pre_step(app: App, params: PreStepParams, ctx: RequestContext) -> dict[str, Any]:
     """Archive when the context is over the trigger; answer the compaction and sections."""
     state = await app.sessions.get(params.session.id)
+    await release_settled(app, state)  # onebot images staged for archives now final
     # pass 0 shrinks the recall block: make sure a block persisted before a restart is
     # loaded before the plan looks at it
     if state.recall is None:
@@ -228,8 +231,10 @@ async def _maybe_archive(
     recall = state.recall
     candidates = list(recall.rearchive_candidates()) if recall is not None else None
     hard_stopped = state.archive.hard_stopped
+    channel = onebot_channel(app.compat.status, state.key)  # §3.2.7 images and voice notes
+    memory_root = app.memory_root()
 
-    def plan_with(readable_images: dict[str, str]) -> PreStepPlan:
+    def plan_with(readable_images: dict[str, str], staged: dict[str, StagedMessage]) -> PreStepPlan:
         return plan_pre_step(
             PreStepInput(
                 session_id=params.session.id,
@@ -244,17 +249,25 @@ async def _maybe_archive(
                 readable_images=readable_images,
                 attachments=attachments,
                 hard_stopped=hard_stopped,
+                channel=channel,
+                staged_images=staged,
             )
         )
 
     def plan_it() -> PreStepPlan:
         # The plan reads image files' first bytes only for the images it archives: most
         # pre-steps archive none, and those pay for no file check (and no surface scan).
-        plan = plan_with({})
+        plan = plan_with({}, {})
+        readable: dict[str, str] = {}
         if attachments and plan.image_paths:
-            readable = _readable_images(params.surface)
-            if any(path in readable for path in plan.image_paths):
-                plan = plan_with(readable)
+            found = _readable_images(params.surface)
+            if any(path in found for path in plan.image_paths):
+                readable = found
+        staged: dict[str, StagedMessage] = {}
+        if plan.image_message_ids:  # onebot images staged when their messages came
+            staged = staged_messages(memory_root, state.key, plan.image_message_ids)
+        if readable or staged:
+            plan = plan_with(readable, staged)
         return plan
 
     plan = await anyio.to_thread.run_sync(plan_it)
@@ -274,6 +287,7 @@ async def _maybe_archive(
                 lambda: _commit(state, plan, params, ids, ctx.now_ms, cfg, warnings, listed)
             )
         if compaction is not None:
+            note_archived(app, state.key, compaction["token"], plan.staged_dirs)
             app.metrics.count("archives")
             app.metrics.count("archived_folders", len(compaction.get("folders") or ()))
     else:
@@ -639,6 +653,7 @@ async def archive_commit(
 
     with ctx.commit_guard():
         await anyio.to_thread.run_sync(commit)
+    await release_settled(app, state)
     return {"ok": True}
 
 

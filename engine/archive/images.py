@@ -26,8 +26,17 @@ from typing import Any, Final
 
 from engine import texts
 from engine.archive.surface import Node, well_formed
+from engine.compat.media import StagedMessage, replace_image_paths
 
-__all__ = ["IMAGE_EXTENSIONS", "PlannedImage", "image_extension", "plan_images", "run_stamp"]
+__all__ = [
+    "IMAGE_EXTENSIONS",
+    "PlannedImage",
+    "image_extension",
+    "image_ref",
+    "plan_images",
+    "plan_staged_images",
+    "run_stamp",
+]
 
 _KIND_EXT: Final = {
     "png": "png",
@@ -135,7 +144,9 @@ def image_extension(att: Mapping[str, Any], kind: str | None = None) -> str:
     return "png"
 
 
-def _ref(att: Mapping[str, Any], name: str, placeholder: str, kind: str | None) -> dict[str, Any]:
+def image_ref(
+    att: Mapping[str, Any], name: str, placeholder: str, kind: str | None
+) -> dict[str, Any]:
     """The ``meta.images`` entry: only well-typed host fields, so none can make the folder
     meta invalid (and the archive fail)."""
     ref: dict[str, Any] = {"name": name, "placeholder": placeholder}
@@ -174,7 +185,7 @@ def plan_images(
             kind = readable.get(path) if path is not None else None
             name = f"img-{stamp}-{node.seq}-{img.index}.{image_extension(att, kind)}"
             placeholder = texts.ARCHIVE_IMAGE_PLACEHOLDER.format(name=name)
-            ref = _ref(att, name, placeholder, kind)
+            ref = image_ref(att, name, placeholder, kind)
             usable = path if (attachments and kind is not None) else None
             if usable is None:
                 why = (
@@ -190,3 +201,43 @@ def plan_images(
                 node.seq, img.index, name, placeholder, ref, usable
             )
     return out, warnings
+
+
+def plan_staged_images(
+    nodes: Sequence[Node], staged: Mapping[str, StagedMessage], *, stamp: str
+) -> tuple[list[Node], dict[tuple[int, int], PlannedImage]]:
+    """onebot images (reference §3.2.7 step 4): in each user node whose message has
+    staged copies (``engine.compat.media``), every ``[图片:<path>]`` of a staged path
+    becomes the placeholder of a stored image ``qq-<runStamp>-<seq>-<i>.<ext>``, copied
+    from the staging area by the same transaction as every other archived image. Their
+    indexes follow the node's image blocks. (the nodes with their text rewritten, the
+    images by (pos, index)); nodes without staged images come back unchanged."""
+    out_nodes: list[Node] = []
+    images: dict[tuple[int, int], PlannedImage] = {}
+    for node in nodes:
+        message = staged.get(node.message_id) if node.message_id and node.is_user else None
+        if message is None:
+            out_nodes.append(node)
+            continue
+        first = len(node.images)
+        planned: dict[str, PlannedImage] = {}
+        for i, copy in enumerate(message.images):
+            if copy.path in planned:
+                continue
+            name = f"qq-{stamp}-{node.seq}-{i}.{image_extension({}, copy.kind)}"
+            placeholder = texts.ARCHIVE_IMAGE_PLACEHOLDER.format(name=name)
+            original = copy.path.replace("\\", "/").rsplit("/", 1)[-1]
+            ref = image_ref({"bytes": copy.bytes, "name": original}, name, placeholder, copy.kind)
+            host = str(message.dir / copy.file)
+            planned[copy.path] = PlannedImage(node.seq, first + i, name, placeholder, ref, host)
+        by_path = {path: img.placeholder for path, img in planned.items()}
+        parts = tuple(
+            (kind, replace_image_paths(value, by_path) if kind == "text" else value)
+            for kind, value in node.parts
+        )
+        text = "\n".join(v for k, v in parts if k == "text")
+        for img in planned.values():
+            if img.placeholder in text:
+                images[(node.pos, img.index)] = img
+        out_nodes.append(node._replace(parts=parts))
+    return out_nodes, images

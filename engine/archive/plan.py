@@ -12,16 +12,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from engine.archive.chunks import chunk_messages, content_hash, titles
 from engine.archive.cut import CutPlan, effective_window, plan_cut, protected_limit, window_guard
-from engine.archive.images import PlannedImage, plan_images, run_stamp
+from engine.archive.images import PlannedImage, plan_images, plan_staged_images, run_stamp
 from engine.archive.messages import archive_messages
 from engine.archive.note import NoteParts, classify_span, extend_backwards, render_note
 from engine.archive.rearchive import RearchivePlan, plan_rearchive
 from engine.archive.surface import Node, conversation, parse_surface
 from engine.archive.tokens import MESSAGE_OVERHEAD, estimate_text_tokens
+from engine.compat.media import StagedMessage, image_paths
 from engine.config.model import CompressConfig, MemoryConfig
 from engine.recall_view import AdditionView
 from engine.secrets.redact import Mode
@@ -93,6 +95,11 @@ class PreStepInput:
     """Host paths that hold an image, with its format by the first bytes (`image_kind`)."""
     attachments: bool = True
     hard_stopped: bool = False
+    channel: bool = False
+    """A onebot QQ channel session (reference §3.2.7): voice notes folded, and the
+    ``[图片:<path>]`` images of ``staged_images`` archived from the staging area."""
+    staged_images: Mapping[str, StagedMessage] = field(default_factory=dict)
+    """Staged onebot images by message id (``engine.compat.media.staged_messages``)."""
 
 
 @dataclass(slots=True)
@@ -140,6 +147,11 @@ class PreStepPlan:
     image_paths: tuple[str, ...] = ()
     """Host paths of the images in the archived span, the only ones ``readable_images``
     is consulted for: a caller checks those files only when there are any."""
+    image_message_ids: tuple[str, ...] = ()
+    """With ``channel``: ids of the archived user messages that name an image path, the
+    only ones whose staged copies ``staged_images`` is consulted for."""
+    staged_dirs: tuple[Path, ...] = ()
+    """The staging directories the folders take images from (removed once final)."""
 
     @property
     def archives(self) -> bool:
@@ -188,6 +200,7 @@ def plan_folders(
     cfg: CompressConfig,
     images: Mapping[tuple[int, int], PlannedImage] | None = None,
     secrets: Mode = "redact",
+    voice_notes: bool = False,
 ) -> FolderSet:
     """The folders of archived conversation nodes: their readable text (image
     placeholders named by ``images``, keyed by node position and image index), chunks,
@@ -195,10 +208,14 @@ def plan_folders(
     pre-step here, the passive path in ``engine.passive``), so a folder is the same
     whichever path wrote it, and a replay of either keys the same folders. ``secrets``
     is ``secrets.mode`` (`engine.archive.messages`: no secret value reaches a folder;
-    the default is the safe one)."""
+    the default is the safe one). ``voice_notes``: a QQ channel session's voice marks and
+    transcripts are folded (``engine.compat.voice``)."""
     images = images or {}
     archived = archive_messages(
-        archived_nodes, {key: img.name for key, img in images.items()}, secrets
+        archived_nodes,
+        {key: img.name for key, img in images.items()},
+        secrets,
+        voice_notes=voice_notes,
     )
     msgs = archived.messages
     folders: list[PlannedFolder] = []
@@ -341,6 +358,13 @@ def plan_pre_step(inp: PreStepInput) -> PreStepPlan:
         return plan
 
     archived_nodes = conv[: cut.cut]
+    stamp = run_stamp(inp.now_ms)
+    if inp.channel:
+        plan.image_message_ids = tuple(
+            n.message_id
+            for n in archived_nodes
+            if n.is_user and n.message_id and image_paths(n.text())
+        )
     plan.image_paths = tuple(
         dict.fromkeys(
             path for node in archived_nodes for img in node.images if (path := img.host_path)
@@ -351,18 +375,26 @@ def plan_pre_step(inp: PreStepInput) -> PreStepPlan:
     parts = classify_span(nodes, start_pos, end_pos)
     images, image_warnings = plan_images(
         archived_nodes,
-        stamp=run_stamp(inp.now_ms),
+        stamp=stamp,
         readable=inp.readable_images,
         attachments=inp.attachments,
     )
     plan.warnings.extend(("image-placeholder", w) for w in image_warnings)
+    folder_nodes = archived_nodes
+    if inp.channel and inp.staged_images:
+        folder_nodes, staged = plan_staged_images(archived_nodes, inp.staged_images, stamp=stamp)
+        images.update(staged)
+        plan.staged_dirs = tuple(
+            dict.fromkeys(Path(img.host_path).parent for img in staged.values() if img.host_path)
+        )
     built = plan_folders(
-        archived_nodes,
+        folder_nodes,
         session_id=inp.session_id,
         turn=inp.turn,
         cfg=cfg,
         images=images,
         secrets=inp.cfg.secrets.mode,
+        voice_notes=inp.channel,
     )
     plan.folders, plan.max_folders_capped, plan.content_hash = (
         built.folders,

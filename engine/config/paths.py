@@ -12,7 +12,12 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import engine
 
-__all__ = ["DEFAULT_STORAGE_DIR", "packaged_config_path", "resolve_memory_root"]
+__all__ = [
+    "DEFAULT_STORAGE_DIR",
+    "packaged_config_path",
+    "resolve_memory_root",
+    "resolve_user_path",
+]
 
 #: ``storage.dir`` default (reference §3.0.5): relative, so it lands under the state dir.
 DEFAULT_STORAGE_DIR = "memory"
@@ -51,10 +56,16 @@ def resolve_memory_root(
     """
     if override is not None:
         return override
-    text = storage_dir.strip() or DEFAULT_STORAGE_DIR
+    return resolve_user_path(storage_dir.strip() or DEFAULT_STORAGE_DIR, base=state_dir, home=home)
+
+
+def resolve_user_path(text: str, *, base: Path, home: Path) -> Path:
+    """A path the user wrote in the config (``storage.dir``, ``compat.mediaRoots``): ``~``,
+    ``~/x`` and ``~\\x`` against ``home`` (``~user`` is an ordinary relative name), an
+    absolute path (POSIX or Windows form) as it is, anything else against ``base``."""
     if _HOME_PREFIX.match(text):
         rest = [part for part in re.split(r"[/\\]+", text[1:]) if part]
         return home.joinpath(*rest)
     if PurePosixPath(text).is_absolute() or PureWindowsPath(text).is_absolute():
         return Path(text)
-    return state_dir / text
+    return base / text

@@ -17,6 +17,11 @@ Order, and why:
 5. only then the watermark: a crash between 4 and 5 replays the same plan, whose
    idempotency keys name folders already written, so nothing is archived twice.
 
+In a onebot QQ channel session (``channel``) the folders are what a pre-step archive
+would make of the same messages: voice notes folded, and images staged when their
+messages arrived (``engine.compat.media``) taken into ``images/``; those staged copies
+are removed once the folders are final.
+
 A failed write (disk, ``storage.maxFolders``) leaves the watermark as it was: the
 caller may try the event again.
 """
@@ -25,17 +30,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from engine.archive.commit import archive_token, commit_plan
+from engine.archive.images import PlannedImage, plan_staged_images, run_stamp
 from engine.archive.plan import PreStepPlan, plan_folders
 from engine.archive.surface import Node, parse_surface
+from engine.compat.media import image_paths, release_staged, staged_messages
 from engine.config.model import MemoryConfig
 from engine.passive.events import Compaction, compaction_of, shadowed_surface
 from engine.passive.watermark import WATERMARK_NAME, load_watermark, save_watermark
 from engine.relevance.stats import TermStats
 from engine.scoring.fallback import batch_scorer
 from engine.store import SessionStore, StoreError
+from engine.store.ids import safe_session_id
 
 __all__ = ["Outcome", "PassiveInput", "PassiveOutcome", "archive_passive"]
 
@@ -60,6 +69,8 @@ class PassiveInput:
     session_stats: Callable[[], TermStats | None] = lambda: None
     """Document frequencies of the session's other folders, asked for only when
     folders are scored heuristically (their keywords are what sets them apart)."""
+    channel: bool = False
+    """A onebot QQ channel session (module docstring)."""
 
 
 @dataclass(slots=True)
@@ -140,12 +151,22 @@ def archive_passive(store: SessionStore, inp: PassiveInput) -> PassiveOutcome:
         wm.mark(inp.session_id, compaction.seqs)
         save_watermark(path, wm, inp.now_ms)
         return out
+    images: dict[tuple[int, int], PlannedImage] = {}
+    staged_dirs: list[Path] = []
+    if inp.channel:
+        ids = [n.message_id for n in nodes if n.is_user and n.message_id and image_paths(n.text())]
+        staged = staged_messages(store.paths.root, safe_session_id(store.session_id), ids)
+        if staged:
+            nodes, images = plan_staged_images(nodes, staged, stamp=run_stamp(inp.now_ms))
+            staged_dirs = [m.dir for m in staged.values()]
     built = plan_folders(
         nodes,
         session_id=inp.session_id,
         turn=compaction.turn,
         cfg=cfg.compress,
+        images=images,
         secrets=cfg.secrets.mode,
+        voice_notes=inp.channel,
     )
     plan = PreStepPlan(
         outcome="archive",
@@ -201,4 +222,5 @@ def archive_passive(store: SessionStore, inp: PassiveInput) -> PassiveOutcome:
         )
     wm.mark(inp.session_id, compaction.seqs)
     save_watermark(path, wm, inp.now_ms)
+    release_staged(staged_dirs)
     return out
