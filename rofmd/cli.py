@@ -138,6 +138,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         caps = ", ".join(client.get("capabilities") or []) or "none"
         lines.append(f"client       {name}  (pid {client.get('pid')}; capabilities {caps})")
     lines.extend(tailer_lines(result))
+    lines.extend(compat_lines(result))
     lines.extend(damage_lines(result))
     for key, control in sorted((result.get("memoryControl") or {}).items()):
         paused = (
@@ -157,6 +158,20 @@ def cmd_status(args: argparse.Namespace) -> int:
         )
     print("\n".join(lines))
     return 0
+
+
+def compat_lines(result: dict[str, Any]) -> list[str]:
+    """`status.compat` for a person: QQ compat on or off, what was found, the patch."""
+    compat = result.get("compat")
+    if not isinstance(compat, dict):
+        return []
+    plugins = ", ".join(compat.get("plugins") or []) or "no QQ plugin"
+    state = "on" if compat.get("active") else "off"
+    line = f"qq compat    {state} (qqBots {compat.get('mode')}; {plugins})"
+    if "derpyu-qq-bridge" in (compat.get("plugins") or []):
+        patched = "patched" if compat.get("derpyuPatched") else "NOT patched"
+        line += f"  Derpyu whitelist {patched} ({compat.get('patch')})"
+    return [line]
 
 
 def tailer_lines(result: dict[str, Any]) -> list[str]:

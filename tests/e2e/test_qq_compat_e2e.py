@@ -7,6 +7,8 @@ memory_group_recall have their own modules."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -241,6 +243,15 @@ def test_derpyu_autopatch_once_and_model_scoring(tmp_path: Path) -> None:
         assert target.read_bytes() == patched and target.stat().st_mtime_ns == stat.st_mtime_ns
         assert sorted(p.name for p in target.parent.glob("*.bak-rofm-*")) == backups
         assert c.call("status", {})["compat"]["patch"] == "already"
+        plain = subprocess.run(
+            [sys.executable, "-m", "rofmd", "status", "--socket", str(d.socket_path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=d.env,
+        ).stdout
+        assert "qq compat    on (qqBots auto; derpyu-qq-bridge)" in plain, plain
+        assert "Derpyu whitelist patched (already)" in plain
         folders = archive(c, "qqb-g-31")
         rules_text(c, "qqb-g-31")
         rows = read_store(session_dir_paths(d.memory_root, "qqb-g-31"), "qqb-g-31").index
