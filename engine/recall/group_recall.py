@@ -34,11 +34,12 @@ from engine.recall.dates import format_datetime
 
 # memory_recall's argument rules (an integer argument, a value echoed in a warning), so
 # both tools read and echo what the model gave alike
-from engine.recall.search_args import _integer, _shown, distinct_keywords
+from engine.recall.search_args import distinct_keywords
 from engine.scoring.budget import safe_slice, to_well_formed
 from engine.scoring.readable import flat_text, readable_text
 from engine.secrets.detect import has_secret
 from engine.timeexpr.civil import MAX_MS, add_months, resolve_timezone, valid_ms, window_ms
+from engine.tool_args import integer_arg, shown_arg
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -169,10 +170,12 @@ def _bounded(
     if value is None:
         return default
     low = 1 if name == "limit" else 0
-    n = _integer(value)
+    n = integer_arg(value)
     if n is None:
         warnings.append(
-            texts.RECALL_TOOL_WARN_NOT_INTEGER.format(field=name, given=_shown(value), used=default)
+            texts.RECALL_TOOL_WARN_NOT_INTEGER.format(
+                field=name, given=shown_arg(value), used=default
+            )
         )
         return default
     used = min(high, max(low, n))
@@ -187,7 +190,7 @@ def _words(value: Any, cfg: MemoryConfig, warnings: list[str]) -> tuple[str, ...
     if isinstance(value, int | float) and not isinstance(value, bool):
         value = str(value)
     if not isinstance(value, str):
-        warnings.append(texts.GROUP_RECALL_WARN_QUERY_TYPE.format(given=_shown(value)))
+        warnings.append(texts.GROUP_RECALL_WARN_QUERY_TYPE.format(given=shown_arg(value)))
         return ()
     distinct = distinct_keywords(value, expand_latin_case=cfg.match.expand_latin_case)
     if len(distinct) > QUERY_KEYWORDS_MAX:
@@ -217,7 +220,7 @@ def _group(value: Any, warnings: list[str]) -> GroupFilter | None:
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return GroupFilter(str(value), number=str(value))
     if not isinstance(value, str):
-        warnings.append(texts.GROUP_RECALL_WARN_GROUP_TYPE.format(given=_shown(value)))
+        warnings.append(texts.GROUP_RECALL_WARN_GROUP_TYPE.format(given=shown_arg(value)))
         return None
     given = value.strip()
     if _DIGITS.fullmatch(given):
@@ -256,11 +259,11 @@ def _endpoint(
         if 1000 <= number <= 9999:
             return _calendar(str(number), tz)
         if _SECONDS_MIN <= number < _MS_MIN:
-            warnings.append(texts.TIME_WARN_SECONDS.format(field=name, given=_shown(value)))
+            warnings.append(texts.TIME_WARN_SECONDS.format(field=name, given=shown_arg(value)))
             return None
         if _MS_MIN <= number <= MAX_MS:
             return number, number + 1, format_datetime(number, tz)
-    warnings.append(texts.GROUP_RECALL_WARN_TIME_INVALID.format(field=name, given=_shown(value)))
+    warnings.append(texts.GROUP_RECALL_WARN_TIME_INVALID.format(field=name, given=shown_arg(value)))
     return None
 
 
@@ -334,7 +337,7 @@ def parse_group_call(arguments: Mapping[str, Any], cfg: MemoryConfig) -> GroupCa
         labels = (lo[2] if lo else open_, hi[2] if hi else open_)
     list_groups = arguments.get("listGroups")
     if list_groups is not None and not isinstance(list_groups, bool):
-        warnings.append(texts.GROUP_RECALL_WARN_LIST_GROUPS.format(given=_shown(list_groups)))
+        warnings.append(texts.GROUP_RECALL_WARN_LIST_GROUPS.format(given=shown_arg(list_groups)))
         list_groups = False
     return GroupCall(
         words=words,
@@ -498,7 +501,7 @@ def _conditions(call: GroupCall) -> list[str]:
     group = call.group
     if group is not None:
         shown = group.given if group.number or group.key else texts.GROUP_RECALL_GROUP_INVALID
-        items.append(texts.GROUP_RECALL_CONDITION_GROUP.format(group=_shown(shown)))
+        items.append(texts.GROUP_RECALL_CONDITION_GROUP.format(group=shown_arg(shown)))
     if call.time_labels is not None:
         items.append(
             texts.GROUP_RECALL_CONDITION_TIME.format(

@@ -27,7 +27,6 @@ the call (`SearchArgs.error`).
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from engine.config import MemoryConfig
 from engine.keywords import QUERY_KEYWORDS_MAX, match_key
 from engine.scoring.labels import normalize_labels
 from engine.secrets.detect import has_secret
+from engine.tool_args import integer_arg, shown_arg
 
 __all__ = [
     "LIMIT_DEFAULT",
@@ -145,32 +145,10 @@ def _keyword_list(value: Any) -> list[str] | None:
     return None
 
 
-def _integer(value: Any) -> int | None:
-    """An integer argument: ints, finite numbers (rounded down) and numeric strings."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        try:
-            value = float(value.strip())
-        except ValueError:
-            return None
-    if isinstance(value, float) and math.isfinite(value):
-        return math.floor(value)
-    return None
-
-
-def _shown(value: Any) -> str:
-    """A given value in a warning (short: it is the model's own input echoed)."""
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= 40 else text[:39] + "…"
-
-
 def _bounded(field: str, value: Any, default: int, low: int, high: int, warnings: list[str]) -> int:
-    n = _integer(value)
+    n = integer_arg(value)
     if n is None:
-        shown = _shown(value)
+        shown = shown_arg(value)
         warnings.append(
             texts.RECALL_TOOL_WARN_NOT_INTEGER.format(field=field, given=shown, used=default)
         )
@@ -204,7 +182,7 @@ def _label_values(name: str, value: Any, warnings: list[str]) -> list[Any]:
         return [value]
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return list(value)
-    warnings.append(texts.RECALL_TOOL_WARN_LABELS.format(field=name, given=_shown(value)))
+    warnings.append(texts.RECALL_TOOL_WARN_LABELS.format(field=name, given=shown_arg(value)))
     return []
 
 
@@ -250,13 +228,13 @@ def parse_search_args(arguments: Mapping[str, Any], cfg: MemoryConfig) -> Search
     said = arguments.get("assistantSaid")
     assistant_said: bool | None = said if isinstance(said, bool) else None
     if said is not None and not isinstance(said, bool):
-        warnings.append(texts.RECALL_TOOL_WARN_NOT_BOOLEAN.format(given=_shown(said)))
+        warnings.append(texts.RECALL_TOOL_WARN_NOT_BOOLEAN.format(given=shown_arg(said)))
     events, locations, persons = _labels(arguments, cfg, warnings)
     tagged = bool(events or locations or persons)
     time_args = {n: arguments.get(n) if _given(arguments.get(n)) else None for n in TIME_PARAMETERS}
     time_text = time_args.pop("timeText")
     if time_text is not None and not isinstance(time_text, str):
-        warnings.append(texts.TIME_WARN_TEXT_TYPE.format(given=_shown(time_text)))
+        warnings.append(texts.TIME_WARN_TEXT_TYPE.format(given=shown_arg(time_text)))
         time_text = None
     timed = time_text is not None or any(v is not None for v in time_args.values())
     if not keywords and assistant_said is not True and not tagged and not timed:

@@ -46,6 +46,7 @@ from engine.timeexpr.civil import (
     valid_ms,
 )
 from engine.timeexpr.expressions import find_expressions
+from engine.tool_args import shown_arg
 
 __all__ = [
     "Level",
@@ -113,11 +114,6 @@ def _present(value: Any) -> bool:
     if value is None:
         return False
     return not (isinstance(value, str) and not value.strip())
-
-
-def _shown(value: Any) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def _month_unit(year: int, month: int) -> _Unit | None:
@@ -198,11 +194,11 @@ def _parse(
         if 1000 <= number <= 9999:
             return _year_unit(number)
         if _SECONDS_MIN <= number < _MS_MIN:
-            warnings.append(texts.TIME_WARN_SECONDS.format(field=name, given=_shown(value)))
+            warnings.append(texts.TIME_WARN_SECONDS.format(field=name, given=shown_arg(value)))
             return None
         if _MS_MIN <= number <= MAX_MS:
             return _instant_unit(number, cfg)
-    warnings.append(texts.TIME_WARN_INVALID.format(field=name, given=_shown(value)))
+    warnings.append(texts.TIME_WARN_INVALID.format(field=name, given=shown_arg(value)))
     return None
 
 
@@ -345,7 +341,7 @@ def normalize_time_query(
         if isinstance(granularity, str) and granularity.strip().lower() in _RANK:
             gran = granularity.strip().lower()
         else:
-            warnings.append(texts.TIME_WARN_GRANULARITY.format(given=_shown(granularity)))
+            warnings.append(texts.TIME_WARN_GRANULARITY.format(given=shown_arg(granularity)))
     lo = _parse("timeFrom", time_from, now_ms, cfg, warnings) if _present(time_from) else None
     hi = _parse("timeTo", time_to, now_ms, cfg, warnings) if _present(time_to) else None
     if not valid_ms(now_ms):
