@@ -109,7 +109,7 @@ PathStr = Annotated[str, Field(max_length=MAX_PATH_CHARS)]
 TextStr = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
 
 
-def _shape(schema: type) -> GetPydanticSchema:
+def shaped(schema: type) -> GetPydanticSchema:
     """Validate a plain ``dict`` field against a TypedDict shape (the value stays a dict)."""
     return GetPydanticSchema(lambda _tp, handler: handler(schema))
 
@@ -260,9 +260,9 @@ class SurfaceNodeShape(TypedDict, total=False):
     message: MessageShape | None
 
 
-Message = Annotated[dict[str, Any], _shape(MessageShape)]
+Message = Annotated[dict[str, Any], shaped(MessageShape)]
 """A v4 message, checked against `MessageShape`, handed on as a plain dict."""
-SurfaceNode = Annotated[dict[str, Any], _shape(SurfaceNodeShape)]
+SurfaceNode = Annotated[dict[str, Any], shaped(SurfaceNodeShape)]
 """A surface node, checked against `SurfaceNodeShape`, handed on as a plain dict."""
 
 
@@ -274,7 +274,7 @@ class HostShape(TypedDict, total=False):
     version: NameStr | None
 
 
-HostInfo = Annotated[dict[str, Any], _shape(HostShape)]
+HostInfo = Annotated[dict[str, Any], shaped(HostShape)]
 
 
 # ---- JSON shape of free-form values ---------------------------------------------------

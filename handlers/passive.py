@@ -46,7 +46,7 @@ from handlers.params import (
     SafeInt,
     Session,
     Wire,
-    _shape,
+    shaped,
 )
 from handlers.pre_step import ARCHIVER_VERSION
 from handlers.recall_state import session_term_stats
@@ -111,8 +111,8 @@ class SessionEventParams(Wire):
     """`session/event` params: `{session, event, shadowed}`."""
 
     session: Session
-    event: Annotated[dict[str, Any], _shape(SummaryEventShape)]
-    shadowed: list[Annotated[dict[str, Any], _shape(ShadowedEventShape)]] = Field(
+    event: Annotated[dict[str, Any], shaped(SummaryEventShape)]
+    shadowed: list[Annotated[dict[str, Any], shaped(ShadowedEventShape)]] = Field(
         default_factory=list, max_length=MAX_NODES
     )
 

@@ -31,7 +31,7 @@ from pydantic import BaseModel
 
 from handlers.context import ConnectionState
 from handlers.inbox import InboxParams, trigger_text
-from handlers.tools import ToolCallParams
+from handlers.tool_base import ToolCallParams
 
 if TYPE_CHECKING:
     from handlers.app import App

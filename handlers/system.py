@@ -15,6 +15,7 @@ from handlers.listeners import listeners
 from handlers.metrics import CONTENT_TYPE
 from handlers.params import InitializeParams, NoParams, OptionalSessionParams, SleepParams
 from handlers.sections import section_specs
+from handlers.tools import tool_schemas
 
 PROTOCOL_VERSION = 1
 SERVER_NAME = "rofmd"
@@ -54,8 +55,6 @@ async def initialize(app: App, params: InitializeParams, ctx: RequestContext) ->
         "listeners": [],
     }
     if app.enabled:
-        from handlers.tools import tool_schemas
-
         result["sections"] = section_specs(conn)
         result["tools"] = tool_schemas(app) if conn.capability("tools") else []
         result["listeners"] = listeners(app)

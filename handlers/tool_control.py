@@ -20,7 +20,7 @@ from engine import texts
 from engine.recall.forget import parse_control_arguments
 from handlers.context import RequestContext
 from handlers.forget import ensure_hygiene
-from handlers.tools import Tool, ToolCallParams, ToolResult
+from handlers.tool_base import Tool, ToolCallParams, ToolResult
 
 if TYPE_CHECKING:
     from handlers.app import App

@@ -40,7 +40,7 @@ from handlers.context import RequestContext
 from handlers.forget import ensure_hygiene
 from handlers.recall_state import candidate_index, ensure_recall_state, relevance_index
 from handlers.relevance_snapshots import WRITER
-from handlers.tools import Tool, ToolCallParams, ToolResult, string_list_schema
+from handlers.tool_base import Tool, ToolCallParams, ToolResult, string_list_schema
 
 if TYPE_CHECKING:
     from handlers.app import App

@@ -31,7 +31,7 @@ from engine.recall.group_recall import (
 )
 from engine.recall.group_stores import query_groups
 from handlers.context import RequestContext
-from handlers.tools import Tool, ToolCallParams, ToolResult
+from handlers.tool_base import Tool, ToolCallParams, ToolResult
 
 if TYPE_CHECKING:
     from handlers.app import App

@@ -30,7 +30,7 @@ from engine.recall.dates import resolve_timezone
 from engine.store.image_lookup import ImageLookup, find_images
 from engine.store.images import image_files
 from handlers.context import RequestContext
-from handlers.tools import Tool, ToolCallParams, ToolResult
+from handlers.tool_base import Tool, ToolCallParams, ToolResult
 
 if TYPE_CHECKING:
     from handlers.app import App

@@ -30,7 +30,7 @@ from engine.scoring.judge import (
 from engine.store import SessionStore, StoreError
 from handlers.context import RequestContext
 from handlers.scoring_policy import heuristic_text
-from handlers.tools import Tool, ToolCallParams, ToolResult, string_list_schema
+from handlers.tool_base import Tool, ToolCallParams, ToolResult, string_list_schema
 
 if TYPE_CHECKING:
     from handlers.app import App

@@ -69,7 +69,7 @@ from handlers.recall_state import (
     relevance_index,
     time_index,
 )
-from handlers.tools import Tool, ToolCallParams, ToolResult, string_list_schema
+from handlers.tool_base import Tool, ToolCallParams, ToolResult, string_list_schema
 
 if TYPE_CHECKING:
     from handlers.app import App

@@ -52,7 +52,7 @@ class Script:
     notes: dict[str, str] = field(default_factory=dict)
 
 
-def _nginx_log(n: int, seed: int) -> str:
+def nginx_log_text(n: int, seed: int) -> str:
     lines = []
     for i in range(n):
         code = (502, 504, 499, 404)[(i * 7 + seed) % 4]
@@ -65,7 +65,7 @@ def _nginx_log(n: int, seed: int) -> str:
     return "\n".join(lines)
 
 
-def _test_output(n: int, seed: int) -> str:
+def pytest_output_text(n: int, seed: int) -> str:
     lines = [
         f"============================= test session starts ({seed}) =============================="
     ]
@@ -80,7 +80,7 @@ def _test_output(n: int, seed: int) -> str:
     return "\n".join(lines)
 
 
-def _listing(n: int, seed: int) -> str:
+def listing_text(n: int, seed: int) -> str:
     return "\n".join(
         f"-rw-r--r-- 1 dev dev {1000 + (i * 37 + seed) % 9000:6d} Nov  2 09:{i % 60:02d} "
         f"src/starport/module_{seed}_{i:03d}.py"
@@ -97,7 +97,7 @@ def demo_script() -> Script:
             (
                 Step(
                     "好的,记下了:星港项目的 API 端口统一用 8443。我先列一下仓库。",
-                    (("bash", {"cmd": "ls -l src/starport"}, _listing(90, 1)),),
+                    (("bash", {"cmd": "ls -l src/starport"}, listing_text(90, 1)),),
                 ),
                 Step("仓库结构清楚了:核心代码在 src/starport 下,共 90 个模块。"),
             ),
@@ -112,7 +112,7 @@ def demo_script() -> Script:
                         (
                             "bash",
                             {"cmd": "tail -n 120 /var/log/nginx/error.log"},
-                            _nginx_log(120, 2),
+                            nginx_log_text(120, 2),
                         ),
                     ),
                 ),
@@ -131,7 +131,7 @@ def demo_script() -> Script:
             (
                 Step(
                     "Running the suite.",
-                    (("bash", {"cmd": "pytest tests -q"}, _test_output(160, 3)),),
+                    (("bash", {"cmd": "pytest tests -q"}, pytest_output_text(160, 3)),),
                 ),
                 Step("17 cases fail, all in the retry path of the items endpoint."),
             ),
@@ -160,7 +160,7 @@ def demo_script() -> Script:
                         (
                             "bash",
                             {"cmd": "grep 504 /var/log/nginx/error.log | tail -n 150"},
-                            _nginx_log(150, 5),
+                            nginx_log_text(150, 5),
                         ),
                     ),
                 ),
@@ -181,7 +181,8 @@ def demo_script() -> Script:
             "再跑一次测试,看看修完之后还有多少失败。",
             (
                 Step(
-                    "再跑一遍测试。", (("bash", {"cmd": "pytest tests -q"}, _test_output(180, 6)),)
+                    "再跑一遍测试。",
+                    (("bash", {"cmd": "pytest tests -q"}, pytest_output_text(180, 6)),),
                 ),
                 Step("还剩 20 个失败,都在分页相关的用例里。"),
             ),
@@ -189,7 +190,9 @@ def demo_script() -> Script:
         Turn(
             "List the migration files so we can check the order.",
             (
-                Step("Listing them.", (("bash", {"cmd": "ls -l migrations"}, _listing(140, 7)),)),
+                Step(
+                    "Listing them.", (("bash", {"cmd": "ls -l migrations"}, listing_text(140, 7)),)
+                ),
                 Step("The migrations are in order; 0140 is the newest."),
             ),
         ),
@@ -202,7 +205,7 @@ def demo_script() -> Script:
                         (
                             "bash",
                             {"cmd": "tail -n 160 /var/log/nginx/error.log"},
-                            _nginx_log(160, 9),
+                            nginx_log_text(160, 9),
                         ),
                     ),
                 ),

@@ -40,10 +40,10 @@ from rofmd.demo_script import (
     START_MS,
     Step,
     Turn,
-    _listing,
-    _nginx_log,
-    _test_output,
     demo_script,
+    listing_text,
+    nginx_log_text,
+    pytest_output_text,
 )
 from rofmd.stats_report import build_report
 
@@ -86,7 +86,7 @@ def _work_turns(day: int) -> tuple[Turn, ...]:
             (
                 Step(
                     "Reading the log.",
-                    (("bash", {"cmd": "tail -n 140 error.log"}, _nginx_log(140, seed)),),
+                    (("bash", {"cmd": "tail -n 140 error.log"}, nginx_log_text(140, seed)),),
                 ),
                 Step(f"Round {day + 1}: the upstream errors are the known timeout pattern."),
             ),
@@ -94,14 +94,17 @@ def _work_turns(day: int) -> tuple[Turn, ...]:
         Turn(
             f"跑一下第 {day + 1} 轮回归测试。",
             (
-                Step("运行测试。", (("bash", {"cmd": "pytest -q"}, _test_output(150, seed + 1)),)),
+                Step(
+                    "运行测试。",
+                    (("bash", {"cmd": "pytest -q"}, pytest_output_text(150, seed + 1)),),
+                ),
                 Step(f"第 {day + 1} 轮回归:失败的用例都和分页有关。"),
             ),
         ),
         Turn(
             f"List the build artefacts of day {day + 1}.",
             (
-                Step("Listing.", (("bash", {"cmd": "ls -l dist"}, _listing(120, seed + 2)),)),
+                Step("Listing.", (("bash", {"cmd": "ls -l dist"}, listing_text(120, seed + 2)),)),
                 Step("All artefacts are present."),
             ),
         ),

@@ -110,8 +110,8 @@ def test_the_texts_that_name_memory_recall_name_a_listed_tool() -> None:
         *(body for _, body in texts.RULES),
     ]
     assert sum("memory_recall" in t for t in named) >= 6
-    from handlers.tools import _tools
+    from handlers.tools import TOOLS
 
-    tool = _tools()["memory_recall"]
+    tool = TOOLS["memory_recall"]
     assert tool.parameters["properties"]["limit"]["maximum"] == 20
     assert "event" in tool.parameters["properties"]
