@@ -19,7 +19,7 @@ import orjson
 
 from bench.eval.generate import DEFAULT_SIZE, LANGS, QUICK_SIZE, Lang, generate_all
 from bench.eval.play import HOST_TOKENS, WINDOW, EvalError, Options, play_all
-from bench.eval.report import render, summarise
+from bench.eval.report import render, render_losses, summarise
 from rofmd.client import RpcError
 
 DEFAULT_SEED = 20260105
@@ -74,6 +74,11 @@ def _parser() -> argparse.ArgumentParser:
         '{"keepRounds": 0}}}\'): what a user would write in config.json',
     )
     p.add_argument(
+        "--diagnose",
+        action="store_true",
+        help="also print where the sequence regime loses evidence found fresh, and why",
+    )
+    p.add_argument(
         "--host-tokens",
         type=int,
         default=HOST_TOKENS,
@@ -105,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     seconds = time.monotonic() - started
     summary = summarise(runs)
     render(summary, sys.stdout)
+    if args.diagnose:
+        render_losses(summary, sys.stdout)
     mode = args.mode or f"{packaged_mode()} (packaged default)"
     print(
         f"\nseed {args.seed}, {count} conversation(s) per language, recall.mode {mode},"

@@ -145,6 +145,11 @@ class Answer:
     bm25_found: int
     bm25_chars: int
     top3_found: int
+    block_ids: tuple[str, ...] = ()
+    """Diagnostics: the folders in the block (the recall state's ids), the folders
+    holding the evidence, the folders bm25s returned."""
+    evidence_ids: tuple[str, ...] = ()
+    bm25_ids: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The row as JSON."""
@@ -162,6 +167,9 @@ class Answer:
             "bm25Found": self.bm25_found,
             "bm25Chars": self.bm25_chars,
             "top3Found": self.top3_found,
+            "blockIds": list(self.block_ids),
+            "evidenceIds": list(self.evidence_ids),
+            "bm25Ids": list(self.bm25_ids),
         }
 
 
@@ -177,6 +185,8 @@ class ConversationRun:
     asked: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     question_archives: int = 0
+    played: tuple[str, ...] = ()
+    """The scored folders when the conversation was played (before any question)."""
     seconds: float = 0.0
     answers: list[Answer] = field(default_factory=list)
 
@@ -192,6 +202,7 @@ class ConversationRun:
             "asked": self.asked,
             "skipped": dict(self.skipped),
             "archivesWhileAsking": self.question_archives,
+            "playedFolders": list(self.played),
             "seconds": round(self.seconds, 2),
             "answers": [a.to_json() for a in self.answers],
         }
@@ -208,6 +219,7 @@ def _answer(
     recalled: int,
     identical: bool,
     bm25: Bm25,
+    block_ids: tuple[str, ...],
 ) -> Answer:
     n = block_entries(block)
     matched = bm25.top(q.text, n)
@@ -226,6 +238,11 @@ def _answer(
         bm25_found=_counts(q.surfaces, [f.text for f in matched]),
         bm25_chars=sum(len(f.text) for f in matched),
         top3_found=_counts(q.surfaces, [f.text for f in top3]),
+        block_ids=block_ids,
+        evidence_ids=tuple(
+            f.id for f in bm25.folders if any(evidence_found(f.text, s) for s in q.surfaces)
+        ),
+        bm25_ids=tuple(f.id for f in matched),
     )
 
 
@@ -279,10 +296,19 @@ class _Player:
         folders = read_folders(self.dir) if self.dir.is_dir() else []
         scored = [f for f in folders if f.scored]
         self.run.folders, self.run.scored = len(folders), len(scored)
+        self.run.played = tuple(f.id for f in scored)
         self.run.archived_messages = sum(f.messages for f in folders)
         if not scored:
             raise EvalError(f"{self.conv.id}: no folder was archived and scored")
         return scored
+
+    def _block_ids(self) -> tuple[str, ...]:
+        """The folders in the block, from the recall state the round has just saved."""
+        path = self.dir / "recall-state.json"
+        if not path.is_file():
+            return ()
+        ids = orjson.loads(path.read_bytes()).get("ids")
+        return tuple(str(i) for i in ids) if isinstance(ids, list) else ()
 
     async def _rejoin(self, now_ms: int, state: bytes | None, block: str) -> None:
         """Dispose the session, set its recall-state file, let the next pre-step reload it;
@@ -316,7 +342,9 @@ class _Player:
                     f"{q.id}: fresh block holds {block_entries(block)} memories, "
                     f"the round recalled {recalled}: the reset did not reset"
                 )
-            self.run.answers.append(_answer(q, "fresh", block, recalled, False, bm25))
+            self.run.answers.append(
+                _answer(q, "fresh", block, recalled, False, bm25, self._block_ids())
+            )
             now += QUESTION_GAP_MS
         await self._rejoin(now, saved, saved_block)
         previous = self.sim.sections.get(RECALL_SECTION, "")
@@ -333,7 +361,7 @@ class _Player:
             block = self.sim.sections.get(RECALL_SECTION, "")
             recalled = len(answer.get("recalled", []))
             self.run.answers.append(
-                _answer(q, "sequence", block, recalled, block == previous, bm25)
+                _answer(q, "sequence", block, recalled, block == previous, bm25, self._block_ids())
             )
             previous = block
             step = await self.sim.assistant_says(prefix + replies[i % len(replies)], now + 30_000)

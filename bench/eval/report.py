@@ -9,6 +9,11 @@ neither side gets a free guess, and the distribution of n is printed), plus a fi
 top 3 (``bm25s@3``) as a reference point that does not depend on rofmd. Characters are
 what the memories cost in the prompt: the block's entries without its fixed preamble,
 against the text of the folders bm25s returned.
+
+Diagnostics (``--diagnose``): where the sequence regime loses evidence the same question
+found fresh, per kind, and what the block held instead: a folder archived while the
+questions were asked (the conversation's own questions and answers), an entry carried
+over from the question before, or neither (only folders of the played conversation).
 """
 
 from __future__ import annotations
@@ -52,6 +57,43 @@ def metrics(answers: Sequence[Answer]) -> dict[str, Any]:
     }
 
 
+LOSS_REASONS = ("archived while asking", "carried over", "other")
+
+
+def sequence_losses(runs: Sequence[ConversationRun]) -> dict[str, dict[str, dict[str, int]]]:
+    """Per language and kind: evidence found fresh but not in sequence, by what the
+    sequence block held instead (module docstring; a loss with both an archived folder
+    and a carried entry counts under both), and how many questions lost any."""
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for run in runs:
+        played = set(run.played)
+        fresh = {a.question: a for a in run.answers if a.regime == "fresh"}
+        before: set[str] = set()
+        by_kind = out.setdefault(run.conv.lang, {})
+        for a in run.answers:
+            if a.regime != "sequence":
+                continue
+            f = fresh.get(a.question)
+            block = set(a.block_ids)
+            if f is not None and a.found < f.found:
+                lost = f.found - a.found
+                row = by_kind.setdefault(
+                    a.kind, {"questions": 0, "lost": 0, **dict.fromkeys(LOSS_REASONS, 0)}
+                )
+                row["questions"] += 1
+                row["lost"] += lost
+                archived = bool(block - played)
+                carried = bool(block & before)
+                if archived:
+                    row["archived while asking"] += lost
+                if carried:
+                    row["carried over"] += lost
+                if not archived and not carried:
+                    row["other"] += lost
+            before = block
+    return out
+
+
 def summarise(runs: Sequence[ConversationRun]) -> dict[str, Any]:
     """Everything the table shows, as JSON."""
     answers = [(r.conv.lang, a) for r in runs for a in r.answers]
@@ -85,6 +127,7 @@ def summarise(runs: Sequence[ConversationRun]) -> dict[str, Any]:
             "archivesWhileAsking": sum(r.question_archives for r in lang_runs),
             "skipped": dict(sum((r.skipped for r in lang_runs), Counter())),
         }
+        by_regime["sequenceLosses"] = sequence_losses(lang_runs).get(lang, {})
         out[lang] = by_regime
     return out
 
@@ -111,6 +154,23 @@ def _rows(out: TextIO, header: Sequence[str], rows: Iterable[Sequence[str]]) -> 
         out.write("  " + "  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) + "\n")
         if j == 0:
             out.write("  " + "  ".join("-" * w for w in widths) + "\n")
+
+
+def render_losses(summary: dict[str, Any], out: TextIO) -> None:
+    """The ``--diagnose`` table: :func:`sequence_losses` of every language."""
+    out.write(
+        "\nevidence found fresh but lost in sequence (evidence messages; what the block"
+        " held instead)\n"
+    )
+    header = ["lang", "kind", "questions", "lost", *LOSS_REASONS]
+    rows = []
+    for lang, by_regime in summary.items():
+        for kind, row in by_regime.get("sequenceLosses", {}).items():
+            rows.append([lang, kind, *(str(row[h]) for h in header[2:])])
+    if rows:
+        _rows(out, header, rows)
+    else:
+        out.write("  none\n")
 
 
 def render(summary: dict[str, Any], out: TextIO) -> None:

@@ -14,6 +14,15 @@ the quota counts one clause.
 
 The 「你说过」 channel (§1.13.5): when the message quotes the assistant (`engine.recall.
 assistant_said`), `Query.assistant` holds the channel's keys.
+
+Question words are not searched for (:func:`search_text`, what `ranked` mode scores): a
+question word stands where the answer goes, so the memory that answers holds a name, a
+place or a number in its place, and only other questions hold the question word. English
+has always dropped them (what, where, when, who, which, how and why are stopwords); the
+Chinese ones (什么, 哪里, 哪个, 谁, 几, 多少, 怎么, 为什么, 吗, 呢 …) are cut out of the
+message the same way. Without that, the character pairs of 在哪里工作 match every other
+"where does … work" question of the store, and a memory of the user asking questions
+beats the one that answers them.
 """
 
 from __future__ import annotations
@@ -33,10 +42,19 @@ __all__ = [
     "count_clauses",
     "effective_quota",
     "restricted",
+    "search_text",
     "split_clauses",
 ]
 
 _CLAUSE_SPLIT = re.compile(r"[。！？；!?;\n\r]+")
+
+_CJK_QUESTION_WORDS = re.compile(
+    "什么时候|什么|甚么|啥|为什么|为何|怎么样|怎么|怎样|如何|何时|多少|谁|几"
+    "|哪[里儿个些位家天种样年月次]?|吗|呢"
+)
+"""Chinese question words. 哪 takes the classifier after it (哪个, 哪家, 哪天: "which"):
+the answer has a name where they stand. 几 and 多少 leave it (几棵 → 三棵, 多少钱 →
+两百块钱): the answer keeps the classifier."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +114,12 @@ def split_clauses(text: str, max_clauses: int, min_chars: int) -> list[str]:
 def count_clauses(text: str, max_clauses: int, min_chars: int) -> int:
     """How many clauses `text` has (0 when every fragment is too short)."""
     return len(clause_spans(text, max_clauses, min_chars))
+
+
+def search_text(text: str) -> str:
+    """`text` with its Chinese question words cut out (module docstring): what relevance
+    ranking searches for. A cut is a break, so no character pair spans it."""
+    return _CJK_QUESTION_WORDS.sub(" ", text)
 
 
 def _keywords(text: str, cfg: MemoryConfig) -> tuple[tuple[str, ...], tuple[str, ...]]:

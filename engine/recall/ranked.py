@@ -8,7 +8,8 @@ that surfaced once away for `cooldownRounds`, so a conversation's block freezes.
 
 One round, no randomness, no clock:
 
-1. The message's search terms (`engine.relevance.analyzer`) are scored against every
+1. The message's search terms (`engine.relevance.analyzer` of `engine.recall.query.
+   search_text`: the message without its question words) are scored against every
    scored folder with BM25F (`engine.relevance.index.RelevanceIndex`: text plus boosted
    title, keywords, events, persons, locations). α is a mild prior,
    `score × (1 + alphaPrior × (α − 0.5))` (±10% by default), never the main order,
@@ -17,6 +18,8 @@ One round, no randomness, no clock:
    `engine.relevance.passages`), `(1 − w) · folder / best folder + w · passage /
    best passage`, w = `passageWeight`: the folder holding the message that answers
    beats one that mentions the question's words across twenty lines of chatter.
+   A sentence that asks is never that passage: a memory of the user asking the same
+   thing before holds the question's words, not its answer.
    Folders under `recall.minAlpha` are left out; so is everything scoring under
    `minRelativeScore` × the best score (weak matches would only crowd the block).
 2. The relevant folders are walked best first, ties by folder id. One already in the
@@ -47,7 +50,7 @@ from dataclasses import dataclass, field
 from engine.config import MemoryConfig
 from engine.recall.candidates import CandidateIndex, Matches
 from engine.recall.fair import Pick, Selection, copy_lanes
-from engine.recall.query import Query
+from engine.recall.query import Query, search_text
 from engine.recall.state import RecallState
 from engine.relevance.index import RelevanceIndex
 
@@ -101,7 +104,7 @@ def relevant(
     """Steps 1 and 3: the best `limit` folders for `query` by relevance, or, when nothing
     scores, every keyword / category candidate in σ order."""
     rc = cfg.recall
-    terms = relevance.query_terms(query.text)
+    terms = relevance.query_terms(search_text(query.text))
     if query.allowed is None:
         ranked = relevance.rank(
             terms,

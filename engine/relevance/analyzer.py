@@ -20,6 +20,11 @@ of the same thing share, and none of the chatter every folder shares.
   bigram is dropped as a stopword: measured on `make eval`, every filter tried
   (stopword pairs, pairs with a particle) lost evidence in Chinese.
 
+A folder's passages (:func:`search_passages`, what the passage rerank scores) are its
+lines, with the sentences that ask (ending in ``?`` or ``？``) split off into a passage of
+their own that is marked as asking: a question holds the words of its answer but not the
+answer, so it may count for the folder but never be the folder's best passage.
+
 Deterministic and locale-independent; the result keeps text order and duplicates.
 """
 
@@ -36,7 +41,14 @@ import Stemmer  # type: ignore[import-not-found]
 from engine.stopwords import CJK_SPLIT_CHARS, EN_STOPWORDS
 from engine.tokenizer import CJK_CLASS, normalize_text
 
-__all__ = ["EN_FILLER", "search_terms", "search_terms_by_line", "stem_word"]
+__all__ = [
+    "EN_FILLER",
+    "asking_split",
+    "search_passages",
+    "search_terms",
+    "search_terms_by_line",
+    "stem_word",
+]
 
 EN_FILLER: Final[frozenset[str]] = frozenset(
     [
@@ -197,6 +209,50 @@ def search_terms_by_line(text: str, extra_stopwords: Iterable[str] = ()) -> list
 
 
 _LINE_MARK = "\u2029"
+
+_QUESTION_MARKS = "?？﹖︖⁇⁈⁉"
+"""Every character NFKC turns into (or into something holding) ``?``."""
+_SENTENCE_ENDS = ".!?;。？﹖︖⁇⁈⁉！﹗︕；﹔︔．﹒｡"
+_SENTENCE = re.compile(f"[^{_SENTENCE_ENDS}]*[{_SENTENCE_ENDS}]+|[^{_SENTENCE_ENDS}]+")
+"""A sentence and the punctuation ending it (anything NFKC makes ``.!?;`` or 。), or
+the rest of a line without any."""
+
+
+def asking_split(line: str) -> tuple[str, str]:
+    """(the sentences of `line` that state, the ones that ask), each kept in order. A
+    sentence asks when the punctuation ending it holds a question mark. Both pieces end
+    where a sentence ends, at punctuation, so between them they hold exactly the
+    line's terms."""
+    stated: list[str] = []
+    asked: list[str] = []
+    for m in _SENTENCE.finditer(line):
+        sentence = m.group()
+        asks = any(q in sentence for q in _QUESTION_MARKS)
+        (asked if asks else stated).append(sentence)
+    return "".join(stated), "".join(asked)
+
+
+def search_passages(text: str, extra_stopwords: Iterable[str] = ()) -> list[tuple[list[str], bool]]:
+    """The passages of ``text`` (module docstring): per line, the search terms of its
+    sentences that state, then (when it has any) those of its sentences that ask, marked
+    True. Empty passages are kept; every term of ``text`` is in exactly one passage."""
+    if not any(q in text for q in _QUESTION_MARKS):
+        return [(terms, False) for terms in search_terms_by_line(text, extra_stopwords)]
+    pieces: list[str] = []
+    asks: list[bool] = []
+    for line in text.split("\n"):
+        if any(q in line for q in _QUESTION_MARKS):
+            stated, asked = asking_split(line)
+            pieces.append(stated)
+            asks.append(False)
+            if asked:
+                pieces.append(asked)
+                asks.append(True)
+        else:
+            pieces.append(line)
+            asks.append(False)
+    terms = search_terms_by_line("\n".join(pieces), extra_stopwords)
+    return list(zip(terms, asks, strict=True))
 
 
 def _tables(extra_stopwords: Iterable[str]) -> tuple[frozenset[str], re.Pattern[str] | None]:

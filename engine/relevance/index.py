@@ -29,7 +29,8 @@ exhaustive one.
 
 `rank` does not score every folder a question's common words occur in
 (`engine.relevance.maxscore`), and reranks the best by their best passage, one line of
-the text (`engine.relevance.passages`).
+the text, or its sentences that ask, which are never the best
+(`engine.relevance.passages`).
 
 A folder's text is read once, when it is added; its terms are kept once, in the
 passage store (term and tf per line): a judge that rewrites its keywords gets the
@@ -60,7 +61,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from engine.relevance.analyzer import search_terms, search_terms_by_line
+from engine.relevance.analyzer import search_passages, search_terms
 from engine.relevance.entry_keys import (
     ALPHA,
     FIELDS,
@@ -224,24 +225,27 @@ class RelevanceIndex:
         could not read)."""
         return self._text_of
 
-    def _read_text(self, folder_id: str) -> list[list[int]]:
-        """The term ids of each line of a folder's text (read through `text_of`): its
-        passages. The analyser never joins terms across a line break, so the text's
-        terms are exactly its lines' terms."""
+    def _read_text(self, folder_id: str) -> tuple[list[list[int]], list[bool]]:
+        """The term ids of each passage of a folder's text (read through `text_of`;
+        `engine.relevance.analyzer.search_passages`: its lines, their asking sentences
+        apart), and whether each asks. The analyser never joins terms across a line
+        break or a sentence end, so the text's terms are exactly its passages' terms."""
         get = self._tids.get
         passages: list[list[int]] = []
+        asks: list[bool] = []
         text = self._text_of(folder_id)
         if text is None:
             self._unread.add(folder_id)
-            return passages
-        for line in search_terms_by_line(text, self.extra_stopwords):
+            return passages, asks
+        for line, ask in search_passages(text, self.extra_stopwords):
             if line:
                 ids = list(map(get, line))
                 if None in ids:
                     passages.append([self._tid(t) for t in line])
                 else:
                     passages.append(cast(list[int], ids))
-        return passages
+                asks.append(ask)
+        return passages, asks
 
     def _tid(self, term: str) -> int:
         tid = self._tids.get(term)
@@ -253,8 +257,8 @@ class RelevanceIndex:
         """Index an entry; `text` is its text counts when they are known already (a
         folder whose fields changed keeps its text and its passages)."""
         if text is None:
-            passages = self._read_text(entry.id)
-            self._passages.add(entry.id, passages)
+            passages, asks = self._read_text(entry.id)
+            self._passages.add(entry.id, passages, asks)
             counts = Counter(chain.from_iterable(passages))
         else:
             counts = Counter(text)

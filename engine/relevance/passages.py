@@ -17,6 +17,12 @@ copy. A query gathers the runs of the few folders being reranked and computes th
 tf parts of their matching entries then; a passage's score sums its entries in stored
 order, so it does not depend on where the folder sits in the arrays or on the
 index's history.
+
+A passage that asks (`engine.relevance.analyzer.search_passages`: the sentences of a
+line ending in ``?``) is kept like any other (its terms count for the folder and for the
+passages' statistics) but is never a folder's best passage: a question holds the words of
+its answer without the answer, so a folder of questions (the user asking the same thing
+again) would otherwise beat the one folder that answers.
 """
 
 from __future__ import annotations
@@ -112,6 +118,7 @@ class PassageStore:
         self._pstart = array("q")
         self._plen = array("i")
         self._pnorm = array("d")
+        self._pask = array("B")  # 1: the passage asks (never a best passage)
         self._normed = 0  # passages whose normalisation is at `_avg_q`
         self._df = array("q")  # per term id: live passages holding it
         self._passages = 0
@@ -130,9 +137,14 @@ class PassageStore:
         """Live passages."""
         return self._passages
 
-    def add(self, folder_id: str, passages: Iterable[Sequence[int]]) -> None:
+    def add(
+        self,
+        folder_id: str,
+        passages: Iterable[Sequence[int]],
+        asks: Iterable[bool] | None = None,
+    ) -> None:
         """Store a folder's passages (the term ids of each, in text order; empty ones
-        are skipped)."""
+        are skipped) and, per passage, whether it asks (default: none does)."""
         if folder_id in self._slot:
             self.remove(folder_id)
         self._views, self._idfs = None, {}
@@ -141,9 +153,13 @@ class PassageStore:
         self._e_start.append(len(tids))
         self._first.append(len(plen))
         held: Counter[int] = Counter()
-        for terms in passages:
+        pask = self._pask
+        rows = list(passages)
+        flags = [False] * len(rows) if asks is None else list(asks)
+        for terms, ask in zip(rows, flags, strict=True):
             if not terms:
                 continue
+            pask.append(1 if ask else 0)
             pstart.append(len(tids))
             plen.append(len(terms))
             counts = Counter(terms)  # in the order terms first occur
@@ -239,6 +255,7 @@ class PassageStore:
         tid, tf = _view(self._tid, np.int32), _view(self._tf, np.uint8)
         pstart, plen = _view(self._pstart, np.int64), _view(self._plen, np.int32)
         pnorm = _view(self._pnorm, np.float64)
+        pask = _view(self._pask, np.uint8)
         keep_e: list[npt.NDArray[Any]] = []
         keep_p: list[npt.NDArray[Any]] = []
         shift: list[npt.NDArray[Any]] = []
@@ -269,6 +286,7 @@ class PassageStore:
         self._pstart = array("q", (pstart[p_] - moved).tobytes())
         self._plen = array("i", plen[p_].tobytes())
         self._pnorm = array("d", pnorm[p_].tobytes())
+        self._pask = array("B", pask[p_].tobytes())
         self._normed = int((p_ < self._normed).sum())
         self._e_start, self._e_end, self._first, self._stop = e_start, e_end, first, stop
         self._big_tf = big
@@ -299,6 +317,7 @@ class PassageStore:
             "s.pstart": ("i8", [self._pstart]),
             "s.plen": ("i4", [self._plen]),
             "s.pnorm": ("f8", [self._pnorm]),
+            "s.ask": ("u1", [self._pask]),
             "s.df": ("i8", [self._df]),
         }
 
@@ -321,6 +340,7 @@ class PassageStore:
             or len(arrays["s.tf"]) != entries
             or len(arrays["s.pstart"]) != n_passages
             or len(arrays["s.pnorm"]) != n_passages
+            or len(arrays["s.ask"]) != n_passages
             or not 0 <= normed <= n_passages
             or len(arrays["s.big"]) % 2
             or any(
@@ -339,6 +359,7 @@ class PassageStore:
         big: list[int] = arrays["s.big"].tolist()
         ps._big_tf = {big[2 * i]: big[2 * i + 1] for i in range(len(big) // 2)}
         ps._pstart, ps._plen, ps._pnorm = arrays["s.pstart"], arrays["s.plen"], arrays["s.pnorm"]
+        ps._pask = arrays["s.ask"]
         ps._df = arrays["s.df"]
         ps._normed, ps._passages, ps._total, ps._dead = normed, passages, total, dead
         ps._avg_q = avg_q
@@ -370,13 +391,14 @@ class PassageStore:
                 _view(self._tf, np.uint8),
                 _view(self._pstart, np.int64),
                 _view(self._pnorm, np.float64),
+                _view(self._pask, np.uint8),
             )
         return self._views
 
     def best(self, folder_ids: Sequence[str], tids: Sequence[int]) -> npt.NDArray[np.float64]:
         """The best passage score of each folder for the query term ids `tids`
-        (0 for a folder without passages or matches). One query at a time (a lookup
-        table is shared), like everything of a session."""
+        (0 for a folder without passages or matches; passages that ask do not count).
+        One query at a time (a lookup table is shared), like everything of a session."""
         out = np.zeros(len(folder_ids), dtype=np.float64)
         if not tids or not self._passages or not folder_ids:
             return out
@@ -401,7 +423,7 @@ class PassageStore:
             passages += counts[-1]
         if not total:
             return out
-        tid_v, tf_v, pstart_v, pnorm_v = self._arrays()
+        tid_v, tf_v, pstart_v, pnorm_v, pask_v = self._arrays()
         # the entry numbers of every run, back to back
         idx = np.array(shifts).repeat(lengths)
         idx += np.arange(total)
@@ -416,16 +438,21 @@ class PassageStore:
         hit = (pos >= 0).nonzero()[0]
         if not hit.size:
             return out
-        tf = tf_v[idx[hit]]
-        if self._big_tf:
-            at = idx[hit].tolist()
-            tf = np.array([self._big_tf.get(i, t) for i, t in zip(at, tf.tolist(), strict=True)])
         # the pool's passages, and where in `idx` each starts: a hit's passage is the
         # last one starting at or before it (a small table, not the whole store's)
         pidx = np.array(firsts).repeat(counts)
         pidx += np.arange(passages)
         starts = pstart_v[pidx] - np.array(shifts).repeat(counts)
         passage = starts.searchsorted(hit, side="right") - 1
+        stated = pask_v[pidx[passage]] == 0
+        if not stated.all():
+            hit, passage = hit[stated], passage[stated]
+            if not hit.size:
+                return out
+        tf = tf_v[idx[hit]]
+        if self._big_tf:
+            at = idx[hit].tolist()
+            tf = np.array([self._big_tf.get(i, t) for i, t in zip(at, tf.tolist(), strict=True)])
         idf = np.array([self._idf(t) for t in q])
         w = tf_parts(tf, pnorm_v[pidx[passage]]) * idf[pos[hit]]
         # the matched entries come grouped by passage, the passages by folder (runs in

@@ -61,7 +61,7 @@ __all__ = [
     "write_snapshot",
 ]
 
-FORMAT = 1
+FORMAT = 2  # 2: passages split at asking sentences, with their marks (s.ask)
 MAGIC = b"RFMDRIX\x00"
 END = b"RIX."
 _HEAD = struct.Struct("<8sQ")

@@ -32,8 +32,8 @@ from bench.eval.generate import (
     generate,
     validate,
 )
-from bench.eval.play import Answer, user_config
-from bench.eval.report import metrics
+from bench.eval.play import Answer, ConversationRun, user_config
+from bench.eval.report import metrics, sequence_losses
 from engine.recall.assistant_said import detect_quote
 from engine.recall.dates import annotate_relative_time, resolve_timezone
 
@@ -206,6 +206,32 @@ def test_metrics() -> None:
     assert metrics([])["ratio"] is None
 
 
+def test_sequence_losses_say_what_the_block_held_instead() -> None:
+    def row(q: str, regime: Any, found: int, block: tuple[str, ...], kind: str = "two") -> Answer:
+        return Answer(
+            q, kind, regime, 2, found, len(block), 0, 0, 0, False, 0, 0, 0, block_ids=block
+        )
+
+    run = ConversationRun(generate(7, "zh", 0, QUICK_SIZE), played=("a", "b", "c"))
+    run.answers = [
+        row("q1", "fresh", 2, ("a", "b")),
+        row("q2", "fresh", 2, ("a", "c")),
+        row("q3", "fresh", 1, ("c",), "single"),
+        row("q1", "sequence", 1, ("a", "new")),  # a folder archived while asking
+        row("q2", "sequence", 0, ("new", "b")),  # that one again, carried over
+        row("q3", "sequence", 0, ("a",), "single"),  # neither
+    ]
+    losses = sequence_losses([run])["zh"]
+    assert losses["two"] == {
+        "questions": 2,
+        "lost": 3,
+        "archived while asking": 3,
+        "carried over": 2,
+        "other": 0,
+    }
+    assert losses["single"]["other"] == 1 and losses["single"]["carried over"] == 0
+
+
 def test_user_config() -> None:
     assert user_config(None) == {"scoring": {"fallback": "always"}}
     assert user_config("legacy")["recall"] == {"mode": "legacy"}
@@ -227,7 +253,7 @@ def test_quick_run_end_to_end(tmp_path: Path) -> None:
     path = tmp_path / "eval.json"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(
-        [sys.executable, "-m", "bench.eval", "--quick", "--json", str(path)],
+        [sys.executable, "-m", "bench.eval", "--quick", "--diagnose", "--json", str(path)],
         capture_output=True,
         text=True,
         timeout=90,
@@ -254,6 +280,9 @@ def test_quick_run_end_to_end(tmp_path: Path) -> None:
             assert 0 <= a["found"] <= a["evidence"] and 0 <= a["bm25Found"] <= a["evidence"]
             if a["regime"] == "fresh":
                 assert a["entries"] == a["recalled"]  # the reset left only this round's picks
-    for word in ("rofmd", "bm25s@n", "fresh", "sequence", "per question kind"):
+            assert len(a["blockIds"]) == a["entries"]
+            assert len(a["evidenceIds"]) >= 1 and len(a["bm25Ids"]) == a["entries"]
+        assert run["playedFolders"]
+    for word in ("rofmd", "bm25s@n", "fresh", "sequence", "per question kind", "lost in sequence"):
         assert word in out.stdout
     assert "en-00" in out.stderr and "zh-00" in out.stderr  # progress per conversation

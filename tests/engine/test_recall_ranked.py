@@ -177,3 +177,35 @@ def test_state_round_trips_needed_round() -> None:
     a = sim.state.additions[0]
     back = Addition.from_json(a.to_json())
     assert back is not None and back.needed_round == a.needed_round == 1
+
+
+def test_a_memory_of_the_same_questions_asked_before_does_not_take_the_answers_place() -> None:
+    # the conversation archived the user's earlier questions (and replies that answered
+    # nothing); asked again, in sequence, each question still gets the memory answering it
+    facts = {
+        "xinxin": "白露：欣欣上个月开始在百草堂药房工作了。",
+        "dawei": "白露：大伟现在在星河科技当程序员。",
+        "jiajia": "白露：佳佳搬去厦门了，住在海边。",
+    }
+    texts = {
+        fid: f"韩冬：今天下雨了，我们晚上吃火锅吧。\n{fact}\n韩冬：真不错！"
+        for fid, fact in facts.items()
+    }
+    texts["asked"] = "\n".join(
+        f"{q}\n韩冬：嗯，让我想想。"
+        for q in (
+            "欣欣在哪里工作？",
+            "大伟在哪里工作？",
+            "佳佳现在住在哪里？",
+            "欣欣在哪个单位上班？",
+        )
+    )
+    sim = RankedSim(texts, {"asked": 0.9}, ranked(firstGenMax=1, ranked={"keepRounds": 0}))
+    for question, fid in (
+        ("欣欣在哪里工作？", "xinxin"),
+        ("大伟在哪个单位上班？", "dawei"),
+        ("佳佳现在住在哪里？", "jiajia"),
+        ("欣欣在哪里工作？", "xinxin"),
+    ):
+        sim.ask(question)
+        assert sim.block() == [fid], question

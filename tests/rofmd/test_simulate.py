@@ -20,6 +20,8 @@ def _run(argv: list[str]) -> int:
     return code
 
 
+# recalled / addedBack* / finalPercent re-pinned when ranked recall stopped searching for
+# Chinese question words (什么, 哪里 …): two fewer memories come back, the same answers
 PINNED: dict[str, Any] = {
     "turns": 35,
     "messages": 92,
@@ -28,13 +30,13 @@ PINNED: dict[str, Any] = {
     "archivedMessages": 78,
     "archivedChars": 297185,
     "recallRounds": 35,
-    "recalled": 71,
-    "addedBackChars": 85406,
-    "addedBackTokens": 23431,
+    "recalled": 69,
+    "addedBackChars": 83796,
+    "addedBackTokens": 22927,
     "distinctRecalledChars": 41261,
     "addedBackRatio": 0.1388,
     "peakPercent": 86.03,
-    "finalPercent": 45.31,
+    "finalPercent": 42.57,
 }
 
 
@@ -72,7 +74,7 @@ def test_human_output_and_keep(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert _run(["simulate", "--keep", str(keep)]) == 0
     out = capsys.readouterr().out
     assert "added-back ratio 13.88% of the archived conversation" in out
-    assert "added back      85406 chars" in out
+    assert "added back      83796 chars" in out
     assert "archives        10 (291 folders" in out
     assert (keep / "sessions" / "simulate" / "index.json").is_file()
     # a non-empty --keep directory is refused
