@@ -42,12 +42,11 @@ import structlog
 from engine import texts
 from engine.config import MemoryConfig
 from engine.recall import CandidateIndex, RecallState
-from engine.recall.assistant_said import channel_enabled, tool_assistant_query
+from engine.recall.assistant_said import AssistantQuery, channel_enabled, tool_assistant_query
 from engine.recall.browse import browse
 from engine.recall.constraint import Constraint
 from engine.recall.events import resolve_events
 from engine.recall.fair import Pick
-from engine.recall.query import AssistantQuery
 from engine.recall.search import SearchPage, commit_search, keyword_query, load_entries, search
 from engine.recall.search_answer import (
     SearchAnswer,

@@ -17,16 +17,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from engine.assistant_keywords import phrases
 from engine.config import MemoryConfig
 from engine.keywords import ASSISTANT_SAID_KEYWORDS_MAX, match_key
-from engine.recall.query import AssistantQuery
 from engine.tokenizer import normalize_text
 
 __all__ = [
     "QUOTE_PHRASES",
+    "AssistantQuery",
     "assistant_query",
     "channel_enabled",
     "current_request",
@@ -35,6 +36,16 @@ __all__ = [
     "swap_speaker",
     "tool_assistant_query",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantQuery:
+    """What a message asks of the 「你说过」 channel: why, and with which keys."""
+
+    source: str  # "auto" (a quote phrase in the message) or "param" (memory_recall)
+    phrase: str  # the quote phrase found ("" for an explicit parameter)
+    keys: tuple[str, ...]  # channel match keys, at most 8
+
 
 QUOTE_PHRASES: Final[tuple[str, ...]] = (
     # the reference's table (§1.13.5)

@@ -60,7 +60,8 @@ from typing import Any
 from engine.assistant_keywords import channel_terms
 from engine.config import MemoryConfig
 from engine.keywords import contains_term, keys_match, match_key
-from engine.recall.query import AssistantQuery, Query
+from engine.recall.assistant_said import AssistantQuery
+from engine.recall.query import Query
 from engine.recall.tag_index import TagIndex, tag_index_params
 from engine.tokenizer import CJK_CLASS
 

@@ -32,10 +32,10 @@ from dataclasses import dataclass, replace
 
 from engine.config import MemoryConfig
 from engine.keywords import QUERY_KEYWORDS_MAX, extract_keywords, match_key, match_keys
+from engine.recall.assistant_said import AssistantQuery, assistant_query
 from engine.tokenizer import normalize_text
 
 __all__ = [
-    "AssistantQuery",
     "Query",
     "analyze_query",
     "clause_spans",
@@ -55,15 +55,6 @@ _CJK_QUESTION_WORDS = re.compile(
 """Chinese question words. 哪 takes the classifier after it (哪个, 哪家, 哪天: "which"):
 the answer has a name where they stand. 几 and 多少 leave it (几棵 → 三棵, 多少钱 →
 两百块钱): the answer keeps the classifier."""
-
-
-@dataclass(frozen=True, slots=True)
-class AssistantQuery:
-    """What a message asks of the 「你说过」 channel: why, and with which keys."""
-
-    source: str  # "auto" (a quote phrase in the message) or "param" (memory_recall)
-    phrase: str  # the quote phrase found ("" for an explicit parameter)
-    keys: tuple[str, ...]  # channel match keys, at most 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +145,6 @@ def analyze_query(text: str, cfg: MemoryConfig, *, assistant: bool | None = None
     """Keywords (cap 16), match keys, clauses and length of a user message, and its
     request to the 「你说过」 channel (`assistant`: None detects a quote phrase, False
     asks nothing of the channel, True asks it whatever the message says)."""
-    from engine.recall.assistant_said import assistant_query
 
     query = _single(text, cfg, 1)
     parts: tuple[Query, ...] = ()

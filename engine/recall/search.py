@@ -55,11 +55,12 @@ from typing import Any
 
 from engine.config import MemoryConfig
 from engine.keywords import match_key, match_keys
+from engine.recall.assistant_said import AssistantQuery
 from engine.recall.candidates import CandidateIndex, Matches
 from engine.recall.constraint import Constraint, combined_allowed, filter_counts
 from engine.recall.fair import Pick, Selection, lane_order, select_fair
 from engine.recall.legacy import select_legacy
-from engine.recall.query import AssistantQuery, Query, restricted
+from engine.recall.query import Query, restricted
 from engine.recall.ranked import FALLBACK_LANE, RANKED_LANE
 from engine.recall.round import load_addition
 from engine.recall.select import assistant_reserve, with_candidates

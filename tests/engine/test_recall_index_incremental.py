@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from bench.recall import make_entries
 from engine.config import ENGINE_DEFAULTS, MemoryConfig, deep_merge
 from engine.recall import Addition, CandidateIndex, RecallState, analyze_query, run_round
+from engine.recall.assistant_said import AssistantQuery
 from engine.recall.fair import Pick
-from engine.recall.query import AssistantQuery
 from handlers.recall_state import candidate_index
 from handlers.sessions import SessionState
 from tests.engine.recall_fixtures import BASE_MS, Entry, new_store, write_folders
