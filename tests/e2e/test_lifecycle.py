@@ -291,7 +291,9 @@ def test_cli_status_reload_and_doctor() -> None:
             "socket directory",
             "daemon",
             "memory root",
+            "QQ compat",  # from the daemon's status: off here (no QQ plugin in its profile)
         ]
+        assert report["checks"][-1]["ok"] and "off" in report["checks"][-1]["detail"]
     # the daemon is gone now: doctor and status fail with a hint
     out = subprocess.run(
         [
