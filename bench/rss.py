@@ -42,7 +42,8 @@ GOAL_MB = 200
 QUERIES = "queries.json"
 
 
-def _base(folders: int) -> tuple[Path, list[str]]:
+def store_base(folders: int) -> tuple[Path, list[str]]:
+    """The cached memory root of one session of `folders` folders, and its queries."""
     spec = StoreSpec(SESSION, folders, 7)
     base = prepared_root(f"rss-1x{folders}", [spec])
     path = base / QUERIES
@@ -52,7 +53,8 @@ def _base(folders: int) -> tuple[Path, list[str]]:
     return base, queries
 
 
-def _message(n: int, text: str, folders: int) -> dict[str, Any]:
+def message(n: int, text: str, folders: int) -> dict[str, Any]:
+    """The n-th user message of the session, `text`, after every folder's time."""
     return {
         "session": {"id": SESSION},
         "message": {
@@ -79,13 +81,13 @@ def _one(base: Path, mode: str, queries: list[str], folders: int, rounds: int) -
         c.call(1, "initialize", {"protocolVersion": 1, "capabilities": {"systemPrompt": True}})
         idle = _rss(c, 2)
         t0 = time.perf_counter()
-        first = c.call(3, "agent/inbox/inserted", _message(0, queries[0], folders))
+        first = c.call(3, "agent/inbox/inserted", message(0, queries[0], folders))
         first_s = time.perf_counter() - t0
         assert "result" in first, first
         lat: list[float] = []
         for n in range(1, rounds + 1):
             t1 = time.perf_counter()
-            answer = c.call(10 + n, "agent/inbox/inserted", _message(n, queries[n], folders))
+            answer = c.call(10 + n, "agent/inbox/inserted", message(n, queries[n], folders))
             lat.append(time.perf_counter() - t1)
             assert "result" in answer, answer
         loaded = _rss(c, 5)
@@ -107,7 +109,7 @@ def run_rss(
     modes: tuple[str, ...] = ("ranked", "fair"),
 ) -> list[dict[str, Any]]:
     """Rows for the bench table (module docstring)."""
-    base, queries = _base(folders)
+    base, queries = store_base(folders)
     runs: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
     for _ in range(max(1, reps)):
         for mode in modes:
@@ -144,7 +146,7 @@ def breakdown(folders: int = FOLDERS) -> dict[str, Any]:
     from engine.relevance.folder_text import synced_index
     from engine.store import open_session
 
-    base, _ = _base(folders)
+    base, _ = store_base(folders)
     cfg = load_config(None, {}).config
     gc.collect()
     tracked0 = len(gc.get_objects())

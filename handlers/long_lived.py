@@ -31,12 +31,14 @@ __all__ = ["long_lived", "thaw"]
 @contextmanager
 def long_lived() -> Iterator[None]:
     """Make a session's long-lived data inside: no collection meanwhile, everything
-    tracked frozen afterwards (also when the block raised: what it made stays)."""
-    try:
-        with collection_paused():
+    tracked frozen afterwards (also when the block raised: what it made stays). Frozen
+    before the collector is back: else its first collection, set off by the very next
+    allocation, scans everything the block made once (0.1–0.5 s at 10^5 folders)."""
+    with collection_paused():
+        try:
             yield
-    finally:
-        gc.freeze()
+        finally:
+            gc.freeze()
 
 
 def thaw() -> None:

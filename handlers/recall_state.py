@@ -17,6 +17,7 @@ import time
 from typing import TYPE_CHECKING
 
 import anyio
+import structlog
 
 from engine.config import MemoryConfig
 from engine.recall import (
@@ -29,16 +30,26 @@ from engine.recall import (
     prepare_state,
     read_state_file,
 )
+from engine.recall.candidate_snapshot import snapshot_path as candidates_path
+from engine.recall.candidate_snapshot import synced_index as synced_candidates
 from engine.recall.hygiene import visible_entries
 from engine.relevance.folder_text import synced_index
 from engine.relevance.index import RelevanceIndex
 from engine.timeexpr.index import TimeIndex
 from handlers.forget import hygiene_of
-from handlers.relevance_snapshots import after_sync, before_load, note_loaded
+from handlers.relevance_snapshots import (
+    after_candidates,
+    after_sync,
+    before_load,
+    candidate_key,
+    note_loaded,
+)
 
 if TYPE_CHECKING:
     from handlers.app import App
     from handlers.sessions import SessionState
+
+log = structlog.get_logger("rofmd.recall")
 
 
 async def ensure_recall_state(app: App, state: SessionState) -> RecallState:
@@ -74,24 +85,36 @@ def candidate_index(state: SessionState, cfg: MemoryConfig) -> CandidateIndex:
     Cached per (store identity, store version, index parameters). When only the version
     moved (archive commit, judge, rollback), the cached index is updated in place, which
     gives the index a fresh build would (`CandidateIndex.update`); a large change or
-    other parameters rebuild it.
+    other parameters rebuild it. A session's first index is its snapshot when that was
+    made over the same entries (`engine.recall.candidate_snapshot`: a restart or a
+    reopen builds nothing), else a build, whose snapshot is then written.
     """
     store = state.store
     # suppressed memories are never candidates (README "Forgetting"); a suppression drops
     # the cached index (handlers.tool_forget), so the key needs no part of its own
     hidden = hygiene_of(state).hidden()
-    key = (id(store), store.version, index_params(cfg))
+    key = candidate_key(store, index_params(cfg))
     cached = state.recall_index
     if isinstance(cached, CandidateIndex) and cached.version == key:
         return cached
     # never leave a half-updated index in the cache if the update raises
     state.recall_index = None
     entries = visible_entries(store.index, hidden)
-    if isinstance(cached, CandidateIndex) and cached.update(entries, cfg, key):
-        index = cached
-    else:
-        index = CandidateIndex(entries, cfg, key)
+    started = time.monotonic()
+    if not isinstance(cached, CandidateIndex):
+        cached = None
+        before_load(state, candidates_path(store))  # a write of it may still be running
+    index, how = synced_candidates(cached, store, entries, cfg, key)
+    if cached is None:
+        log.debug(
+            "recall index loaded",
+            session_key=getattr(state, "key", None),  # (a test's stand-in state may lack it)
+            how=how,
+            folders=len(index),
+            seconds=round(time.monotonic() - started, 4),
+        )
     state.recall_index = index
+    after_candidates(state, index)
     return index
 
 

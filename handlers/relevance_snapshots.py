@@ -1,4 +1,9 @@
-"""When sessions' relevance index snapshots are written, and the thread that writes them.
+"""When sessions' index snapshots are written, and the thread that writes them.
+
+Two derived indexes of a session are kept on disk: the relevance index
+(`engine.relevance.snapshot`) and the recall candidate index
+(`engine.recall.candidate_snapshot`). Both follow the same rules, below; the relevance
+index is what they were made for.
 
 A snapshot (`engine.relevance.snapshot`, kept by `engine.relevance.folder_text`) spares a
 restart or a reopen after an eviction the re-reading of every folder. Writing one is a
@@ -18,17 +23,27 @@ it reads the newest one.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import structlog
 
+from engine.recall.candidate_snapshot import save_index_snapshot
+from engine.recall.candidate_snapshot import snapshot_due as candidates_due
+from engine.recall.candidate_snapshot import snapshot_path as candidates_path
+from engine.recall.candidate_snapshot import synced_index as synced_candidates
+from engine.recall.candidates import CandidateIndex
+from engine.recall.hygiene import visible_entries
 from engine.relevance.folder_text import FolderTexts, save_index, snapshot_due, snapshot_path
 from engine.relevance.index import RelevanceIndex
+from engine.store import SessionStore
+from engine.store import index_snapshot as rows_snapshot
+from handlers.forget import hygiene_of
 
 if TYPE_CHECKING:
     from handlers.sessions import SessionRegistry, SessionState
@@ -36,8 +51,10 @@ if TYPE_CHECKING:
 __all__ = [
     "WRITER",
     "SnapshotWriter",
+    "after_candidates",
     "after_sync",
     "before_load",
+    "candidate_key",
     "note_loaded",
     "on_unload",
     "save_loaded",
@@ -59,6 +76,10 @@ def _path_of(index: RelevanceIndex) -> Path | None:
     return snapshot_path(texts.store) if isinstance(texts, FolderTexts) else None
 
 
+Job = Callable[[], int | None]
+"""One snapshot write (its size, None when there was nothing to write); blocking."""
+
+
 class SnapshotWriter:
     """Writes snapshots in one daemon thread, in request order, newest index per file."""
 
@@ -70,7 +91,7 @@ class SnapshotWriter:
         self._save = save
         self._clock = clock
         self._cond = threading.Condition()
-        self._queue: dict[Path, RelevanceIndex] = {}
+        self._queue: dict[Path, Job] = {}
         self._running: Path | None = None
         self._thread: threading.Thread | None = None
         self._failed_at: dict[Path, float] = {}
@@ -82,13 +103,17 @@ class SnapshotWriter:
         write failed is tried again only after :data:`RETRY_AFTER_S`, or with `retry`
         (the index is about to leave memory: its last chance)."""
         path = _path_of(index)
-        if path is None:
-            return
+        if path is not None:
+            self.request_job(path, functools.partial(self._save, index), retry=retry)
+
+    def request_job(self, path: Path, job: Job, *, retry: bool = False) -> None:
+        """Have `job` write the file at `path` soon (cheap; any thread); it replaces a job
+        of the same file still waiting (the newer index wins). Retries as `request`."""
         with self._cond:
             failed = self._failed_at.get(path)
             if not retry and failed is not None and self._clock() - failed < RETRY_AFTER_S:
                 return
-            self._queue[path] = index
+            self._queue[path] = job
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="rofmd-snapshots", daemon=True
@@ -120,20 +145,20 @@ class SnapshotWriter:
             with self._cond:
                 self._cond.wait_for(lambda: bool(self._queue))
                 path = next(iter(self._queue))
-                index: RelevanceIndex | None = self._queue.pop(path)
+                job: Job | None = self._queue.pop(path)
                 self._running = path
             ok = False
             try:
-                assert index is not None
-                size = self._save(index)
+                assert job is not None
+                size = job()
                 ok = True
-                log.debug("relevance snapshot written", path=str(path), bytes=size)
+                log.debug("index snapshot written", path=str(path), bytes=size)
             except OSError as exc:  # the disk refused: the old snapshot stays
-                log.warning("relevance snapshot not written", path=str(path), error=str(exc))
+                log.warning("index snapshot not written", path=str(path), error=str(exc))
             except Exception:  # a thread boundary: logged, never fatal to the daemon
-                log.exception("relevance snapshot failed", path=str(path))
+                log.exception("index snapshot failed", path=str(path))
             finally:
-                index = None  # an unloaded session's index goes now
+                job = None  # an unloaded session's index goes now
                 with self._cond:
                     if ok:
                         self.written += 1
@@ -148,11 +173,45 @@ class SnapshotWriter:
 WRITER = SnapshotWriter()
 
 
-def before_load(state: SessionState) -> None:
-    """Reopening: wait for the session's snapshot being written, if any (blocking)."""
-    path = snapshot_path(state.store)
+def before_load(state: SessionState, path: Path | None = None) -> None:
+    """Reopening: wait for the session's snapshot at `path` (default: the relevance
+    index's) being written, if any (blocking)."""
+    path = snapshot_path(state.store) if path is None else path
     if WRITER.pending(path) and not WRITER.wait(path, REOPEN_WAIT_S):
-        log.warning("relevance snapshot still being written", session_key=state.key)
+        log.warning("index snapshot still being written", session_key=state.key, path=str(path))
+
+
+def candidate_key(store: SessionStore, params: Any) -> tuple[Any, ...]:
+    """What a candidate index is current for: the store (identity, version) and the index
+    parameters (`engine.recall.index_params`)."""
+    return (id(store), store.version, params)
+
+
+def after_candidates(state: SessionState, index: CandidateIndex) -> None:
+    """After a request made or updated the candidate index: its snapshot if one is due
+    (a build, or enough changes since the last)."""
+    if candidates_due(index):
+        WRITER.request_job(
+            candidates_path(state.store),
+            functools.partial(save_index_snapshot, state.store, index),
+        )
+
+
+def _save_rows(store: SessionStore) -> int | None:
+    """The snapshot of an unloaded store's ``index.json`` (`engine.store.index_snapshot`),
+    if it changed since the last one."""
+    return rows_snapshot.save_index_snapshot(store.paths, store.index)
+
+
+def _save_current_candidates(state: SessionState, index: CandidateIndex) -> int | None:
+    """An unloaded session's candidate index brought to its store first (the store may
+    have moved on since the last recall: an archive after it), then its snapshot."""
+    store = state.store
+    key = candidate_key(store, index.params)
+    if index.version != key:
+        entries = visible_entries(store.index, hygiene_of(state).hidden())
+        index, _ = synced_candidates(index, store, entries, index.cfg, key)
+    return save_index_snapshot(store, index) if candidates_due(index, unloading=True) else None
 
 
 def note_loaded(state: SessionState, index: RelevanceIndex, seconds: float) -> None:
@@ -178,14 +237,33 @@ def after_sync(index: RelevanceIndex) -> None:
 
 def on_unload(state: SessionState) -> None:
     """A session is being unloaded (eviction, `agent/disposed`; on the event loop, cheap):
-    its index's snapshot, if it holds unsaved changes."""
+    its indexes' snapshots, if they hold unsaved changes (the candidate index's also when
+    the store moved on since it was last brought up to date), and its ``index.json``'s
+    when that changed since its last one."""
     index = state.relevance_index
     if isinstance(index, RelevanceIndex) and snapshot_due(index, unloading=True):
         WRITER.request(index, retry=True)
+    store = state.store
+    if store.materialized and len(store) >= rows_snapshot.SNAPSHOT_MIN_ROWS:
+        WRITER.request_job(
+            rows_snapshot.snapshot_path(store.paths),
+            functools.partial(_save_rows, store),
+            retry=True,
+        )
+    candidates = state.recall_index
+    if isinstance(candidates, CandidateIndex) and (
+        candidates.unsaved or candidates.version != candidate_key(state.store, candidates.params)
+    ):
+        WRITER.request_job(
+            candidates_path(state.store),
+            functools.partial(_save_current_candidates, state, candidates),
+            retry=True,
+        )
 
 
 async def save_loaded(sessions: SessionRegistry, timeout: float) -> bool:
-    """Shutdown: the snapshots of every loaded session with unsaved changes, waited for
+    """Shutdown: the snapshots of every loaded session with unsaved changes (both
+    indexes, each brought to its store first), waited for
     up to `timeout` seconds (what is not written by then keeps its older snapshot)."""
     for state in sessions.loaded_states():
         on_unload(state)

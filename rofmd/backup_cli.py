@@ -41,7 +41,7 @@ import orjson
 
 from engine import jsonio
 from engine.jsonio import temp_path
-from engine.relevance.folder_text import SNAPSHOT_NAME
+from engine.store.index_snapshot import DERIVED_SNAPSHOTS
 from engine.store.layout import SessionPaths
 from engine.store.records import to_json_dict
 from engine.store.snapshot import (
@@ -78,7 +78,7 @@ from rofmd.where import CliError, UsageError, Where, locate
 
 __all__ = ["add_backup_parsers"]
 
-LEAVE_OUT = frozenset({SNAPSHOT_NAME})
+LEAVE_OUT = frozenset(DERIVED_SNAPSHOTS)
 """Derived caches a snapshot does not take: the daemon rebuilds them from the folders."""
 
 

@@ -38,6 +38,10 @@ Only key ids (internal, never observable: `_keys_for` returns a set of them) may
 differ. See `update` for the diff. The event / location / person labels of the same
 folders (`CandidateIndex.tags`, `engine.recall.tag_index`) follow every update.
 
+A session's first index after a restart or a reopen is its snapshot when that was made
+over the same entries (`engine.recall.candidate_snapshot`: `snapshot_parts` / `restored`,
+what a build over them gives), so only a store that changed meanwhile pays for a build.
+
 A query restricted to some folders (`Query.allowed`: the hard tag filter of a message
 naming a known place or person, or memory_recall's constraints) matches only them, in
 every direction and channel; the matches of later generations (hops, legacy's walk) are
@@ -46,23 +50,27 @@ built from other queries and stay unrestricted (the filters constrain the first)
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
+import threading
 from array import array
 from bisect import bisect_left, bisect_right, insort
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, count
 from operator import is_not
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
 
 from engine.assistant_keywords import channel_terms
 from engine.config import MemoryConfig
 from engine.keywords import contains_term, keys_match, match_key
 from engine.recall.assistant_said import AssistantQuery
 from engine.recall.query import Query
-from engine.recall.tag_index import TagIndex, tag_index_params
+from engine.recall.tag_index import KINDS, TagIndex, form_keys, tag_index_params
 from engine.tokenizer import CJK_CLASS
 
 __all__ = [
@@ -77,9 +85,9 @@ __all__ = [
 _CJK_PAIR = re.compile(f"[{CJK_CLASS}]{{2}}")
 
 
-@dataclass(frozen=True, slots=True)
-class Folder:
-    """What recall needs of one scored folder (from its index entry)."""
+class Folder(NamedTuple):
+    """What recall needs of one scored folder (from its index entry). A tuple: 10^5 of
+    them are made on every build and restore, at a fifth of a frozen dataclass's cost."""
 
     id: str
     alpha: float
@@ -163,15 +171,22 @@ def _signature(entry: Any) -> tuple[Any, ...]:
     )
 
 
+_new = tuple.__new__
+
+
 def _make_folder(entry: Any) -> Folder:
-    return Folder(
-        entry.id,
-        float(entry.alpha),
-        float(entry.beta or 0.0),
-        int(entry.createdAt),
-        tuple(str(k) for k in (entry.keywords or ())),
-        tuple(str(k) for k in (getattr(entry, "assistantKeywords", None) or ())),
+    folder: Folder = _new(
+        Folder,
+        (
+            entry.id,
+            float(entry.alpha),
+            float(entry.beta or 0.0),
+            int(entry.createdAt),
+            tuple(entry.keywords or ()),
+            tuple(getattr(entry, "assistantKeywords", None) or ()),
+        ),
     )
+    return folder
 
 
 CHANNEL_SEP = "\x00"
@@ -189,12 +204,115 @@ def _first_other(a: Iterable[Any], b: Iterable[Any], default: int) -> int:
     return next(compress(count(), map(is_not, a, b)), default)
 
 
+def _offsets(lengths: Iterable[int]) -> array[int]:
+    """Where each of a run of pieces of these lengths starts, and the end."""
+    out = array("q", [0])
+    total = 0
+    for n in lengths:
+        total += n
+        out.append(total)
+    return out
+
+
+def _strings(prefix: str, items: list[str]) -> dict[str, tuple[str, list[Any]]]:
+    """Strings as two sections: their UTF-8 back to back, and each one's length."""
+    return {
+        f"{prefix}.text": ("u1", ["".join(items).encode()]),
+        f"{prefix}.len": ("i4", [array("i", map(len, items))]),
+    }
+
+
+def _check_numbers(numbers: array[Any], bound: int, what: str) -> None:
+    values = np.frombuffer(numbers, dtype=np.int32)
+    if values.size and (int(values.min()) < 0 or int(values.max()) >= bound):
+        raise ValueError(f"{what} is out of range")
+
+
+def _pieces(
+    arrays: Mapping[str, array[Any]], prefix: str, count: int, bound: int
+) -> list[array[Any]]:
+    """Section `prefix.n` (numbers below `bound`) cut at the offsets `prefix.at` into
+    `count` arrays."""
+    numbers = arrays[f"{prefix}.n"] if f"{prefix}.n" in arrays else arrays[f"{prefix}.k"]
+    at = arrays[f"{prefix}.at"].tolist()
+    if len(at) != count + 1 or at[0] != 0 or at[-1] != len(numbers) or at != sorted(at):
+        raise ValueError(f"{prefix}: offsets do not fit")
+    _check_numbers(numbers, bound, prefix)
+    return [numbers[a:b] for a, b in itertools.pairwise(at)]
+
+
+def _read_strings(arrays: Mapping[str, array[Any]], prefix: str) -> list[str]:
+    text = arrays[f"{prefix}.text"].tobytes().decode()
+    lengths = arrays[f"{prefix}.len"].tolist()
+    if sum(lengths) != len(text) or (lengths and min(lengths) < 0):
+        raise ValueError(f"{prefix}: lengths do not fit the text")
+    out: list[str] = []
+    at = 0
+    for n in lengths:
+        out.append(text[at : at + n])
+        at += n
+    return out
+
+
 class CandidateIndex:
     """Postings by match key, a bigram index over the keys, and category postings."""
 
+    tags: TagIndex
+    """Events / locations / persons of the same folders, kept by the same updates."""
+
     def __init__(self, entries: Iterable[Any], cfg: MemoryConfig, version: Any = None) -> None:
+        self._setup(cfg, version)
+        fold = self._fold
+        indexed = self._entries
+        folders = self.folders
+        by_id = self.by_id
+        key_ids = self._key_ids
+        postings = self._postings
+        tags = self.tags
+        classes = self._category_re is not None
+        # a keyword's match key, worked out once per distinct keyword of the build (a
+        # word recurs across thousands of folders)
+        key_of: dict[str, str] = {}
+        for entry in entries:
+            if entry.scored is False:
+                continue
+            indexed.append(entry)
+            n = len(folders)
+            folder = _make_folder(entry)
+            folders.append(folder)
+            by_id[entry.id] = n
+            tags.add(entry)
+            keys: list[str] = []
+            for kw in folder.keywords:
+                key = key_of.get(kw)
+                if key is None:
+                    key = key_of[kw] = match_key(kw, expand_latin_case=fold)
+                keys.append(key)
+            seen: set[int] = set()
+            for key in keys:
+                if not key:
+                    continue
+                kid = key_ids.get(key)
+                if kid is None:
+                    kid = self._new_key(key)
+                if kid not in seen:
+                    seen.add(kid)
+                    postings[kid].append(n)
+            if classes:
+                for name in self._classes_of(keys, folder.alpha, entry.title):
+                    self.categories.setdefault(name, set()).add(n)
+        self._unique_ids = len(by_id) == len(folders)
+        self.unsaved = len(folders)
+
+    def _setup(self, cfg: MemoryConfig, version: Any) -> None:
+        """The empty index for `cfg` (what a build and a restore start from)."""
         self.version = version
+        self.cfg = cfg
+        """The configuration it was made for (its `params`)."""
         self.params = index_params(cfg)
+        self.lock = threading.Lock()
+        """Held by `update` and while a snapshot copies the index (queries only read it,
+        so they never wait)."""
         self._mode = cfg.keywords.match_mode
         self._fold = cfg.match.expand_latin_case
         self._cjk_bigram = cfg.match.cjk_bigram
@@ -205,39 +323,21 @@ class CandidateIndex:
         self._postings: list[array[int]] = []
         self._bigram: dict[str, array[int]] = {}
         self._max_key = 0
-        # for `update`: the indexed entries and titles by folder number, key lengths,
-        # key ids freed by keys that lost their last folder
+        # for `update`: the indexed entries by folder number, key lengths, key ids freed
+        # by keys that lost their last folder
         self._entries: list[Any] = []
-        self._titles: list[str] = []
         self._key_lens: Counter[int] = Counter()
         self._free_kids: list[int] = []
+        self._unique_ids = True
+        self.unsaved = 0
+        """Folders added, changed or removed since the index was built, restored or
+        written to its snapshot (`engine.recall.candidate_snapshot`)."""
+        self.saved = False
+        """Whether it came from, or was written to, a snapshot."""
         self._assistant = bool(cfg.recall.assistant_said.enabled)
         # the channel text and each folder's start in it (built on first use)
         self._channel: tuple[str, array[int]] | None = None
-        # events / locations / persons of the same folders, kept by the same updates
         self.tags = TagIndex(cfg)
-        fold = self._fold
-        titles = self._titles
-        indexed = self._entries
-        for entry in entries:
-            if entry.scored is False:
-                continue
-            indexed.append(entry)
-            titles.append(str(entry.title or ""))
-            n = len(self.folders)
-            folder = _make_folder(entry)
-            self.folders.append(folder)
-            self.by_id[entry.id] = n
-            self.tags.add(entry)
-            seen: set[int] = set()
-            for key in self._folder_keys(folder):
-                kid = self._key_ids.get(key)
-                if kid is None:
-                    kid = self._new_key(key)
-                if kid not in seen:
-                    seen.add(kid)
-                    self._postings[kid].append(n)
-        self._unique_ids = len(self.by_id) == len(self.folders)
         self.categories: dict[str, set[int]] = {}
         self._category_words: dict[str, list[str]] = {}
         self._category_re: re.Pattern[str] | None = None
@@ -246,16 +346,155 @@ class CandidateIndex:
         if cm.enabled and cm.classes:
             for name, cls in sorted(cm.classes.items()):
                 for word in cls.words:
-                    wk = match_key(word, expand_latin_case=fold)
+                    wk = match_key(word, expand_latin_case=self._fold)
                     if wk:
                         self._category_words.setdefault(wk, []).append(name)
             if self._category_words:
                 alts = sorted(self._category_words, key=lambda w: (-len(w), w))
                 self._category_re = re.compile("(?=(" + "|".join(map(re.escape, alts)) + "))")
-        if self._category_re is not None:
-            for n, folder in enumerate(self.folders):
-                for name in self._folder_classes(folder, titles[n]):
-                    self.categories.setdefault(name, set()).add(n)
+
+    # -- snapshot ------------------------------------------------------------
+    def snapshot_parts(self) -> dict[str, tuple[str, list[Any]]]:
+        """What a restore cannot work out from the entries cheaply, as arrays
+        (`engine.recall.candidate_snapshot`): the keys (key ids renumbered densely, in
+        id order: ids are internal) with their postings and the bigram index over them,
+        the category postings, and each labelled folder's labels (as one of the distinct
+        label sets). Everything else is made from the entries again."""
+        live = sorted(self._key_ids.values())
+        renumber = {kid: i for i, kid in enumerate(live)}
+        keys = [self._keys[kid] for kid in live]
+        grams = sorted(self._bigram)
+        names = sorted(self.categories)
+        of = self.tags.labels_by_folder()
+        labels: dict[tuple[int, str], int] = {}  # in the order they first appear
+        members: list[array[int]] = []
+        sets: dict[tuple[tuple[str, ...], ...], int] = {}
+        set_at = array("q", [0])
+        set_labels = array("i")
+        labelled = array("i")
+        set_ids = array("i")
+        for n, folder in enumerate(self.folders):
+            found = of.get(folder.id)
+            if found is None:
+                continue
+            for k, kind_labels in enumerate(found):
+                for label in kind_labels:
+                    lid = labels.setdefault((k, label), len(labels))
+                    if lid == len(members):
+                        members.append(array("i"))
+                    members[lid].append(n)
+            sid = sets.setdefault(found, len(sets))
+            if sid == len(set_at) - 1:
+                set_labels.extend(labels[k, label] for k, ls in enumerate(found) for label in ls)
+                set_at.append(len(set_labels))
+            labelled.append(n)
+            set_ids.append(sid)
+        forms = [form_keys(KINDS[k], label) for k, label in labels]
+        return {
+            **_strings("k", keys),
+            "p.at": ("i8", [_offsets(len(self._postings[kid]) for kid in live)]),
+            "p.n": ("i4", [self._postings[kid] for kid in live]),
+            **_strings("g", grams),
+            "g.at": ("i8", [_offsets(len(self._bigram[g]) for g in grams)]),
+            "g.k": ("i4", [array("i", [renumber[kid] for kid in self._bigram[g]]) for g in grams]),
+            **_strings("c", names),
+            "c.at": ("i8", [_offsets(len(self.categories[name]) for name in names)]),
+            "c.n": ("i4", [array("i", sorted(self.categories[name])) for name in names]),
+            **_strings("t", [label for _, label in labels]),
+            "t.kind": ("u1", [array("B", [k for k, _ in labels])]),
+            "m.at": ("i8", [_offsets(map(len, members))]),
+            "m.n": ("i4", members),
+            **_strings("f", [key for keys in forms for key in keys]),
+            "f.at": ("i8", [_offsets(map(len, forms))]),
+            "s.at": ("i8", [set_at]),
+            "s.lab": ("i4", [set_labels]),
+            "t.of": ("i4", [labelled]),
+            "t.set": ("i4", [set_ids]),
+        }
+
+    @classmethod
+    def restored(
+        cls,
+        entries: Iterable[Any],
+        cfg: MemoryConfig,
+        arrays: Mapping[str, array[Any]],
+        version: Any = None,
+    ) -> CandidateIndex:
+        """The index `snapshot_parts` stored, over `entries` (the caller checked that they
+        are the entries it was built over, in order): what a build over them gives.
+        Raises ValueError (or KeyError, IndexError) when the arrays do not fit them."""
+        self = cls.__new__(cls)
+        self._setup(cfg, version)
+        self._entries = [e for e in entries if e.scored is not False]
+        new = _new
+        self.folders = [
+            new(
+                Folder,
+                (
+                    e.id,
+                    float(e.alpha),
+                    float(e.beta or 0.0),
+                    int(e.createdAt),
+                    tuple(e.keywords or ()),
+                    tuple(getattr(e, "assistantKeywords", None) or ()),
+                ),
+            )
+            for e in self._entries
+        ]  # `_make_folder` of each, without a call per folder
+        count = len(self.folders)
+        self.by_id = dict(zip([f.id for f in self.folders], range(count), strict=True))
+        self._unique_ids = len(self.by_id) == count
+        self.saved = True
+        keys = _read_strings(arrays, "k")
+        self._postings = _pieces(arrays, "p", len(keys), count)
+        self._keys = keys
+        self._key_ids = dict(zip(keys, range(len(keys)), strict=True))
+        if len(self._key_ids) != len(keys) or "" in self._key_ids:
+            raise ValueError("an empty or repeated key")
+        self._key_lens = Counter(map(len, keys))
+        self._max_key = max(self._key_lens, default=0)
+        grams = _read_strings(arrays, "g")
+        self._bigram = dict(zip(grams, _pieces(arrays, "g", len(grams), len(keys)), strict=True))
+        if any(len(g) != 2 for g in grams):
+            raise ValueError("the bigram index does not fit the keys")
+        names = _read_strings(arrays, "c")
+        self.categories = dict(
+            zip(names, map(set, _pieces(arrays, "c", len(names), count)), strict=True)
+        )
+        labels = _read_strings(arrays, "t")
+        kinds = arrays["t.kind"].tolist()
+        if len(kinds) != len(labels) or (kinds and max(kinds) >= len(KINDS)):
+            raise ValueError("labels do not fit their kinds")
+        fids = [f.id for f in self.folders]
+        members = _pieces(arrays, "m", len(labels), count)
+        keys_of = _read_strings(arrays, "f")
+        at = arrays["f.at"].tolist()
+        if len(at) != len(labels) + 1 or at[0] != 0 or at[-1] != len(keys_of):
+            raise ValueError("form keys do not fit their labels")
+        sets: list[tuple[tuple[str, ...], ...]] = []
+        flat = arrays["s.lab"].tolist()
+        _check_numbers(arrays["s.lab"], len(labels), "a label of a set")
+        for a, b in itertools.pairwise(arrays["s.at"].tolist()):
+            per_kind: list[list[str]] = [[] for _ in KINDS]
+            for lid in flat[a:b]:
+                per_kind[kinds[lid]].append(labels[lid])
+            sets.append(tuple(map(tuple, per_kind)))
+        labelled = arrays["t.of"]
+        set_ids = arrays["t.set"]
+        if len(set_ids) != len(labelled):
+            raise ValueError("labelled folders do not fit their sets")
+        _check_numbers(labelled, count, "a labelled folder")
+        _check_numbers(set_ids, len(sets), "a label set")
+        self.tags.restore(
+            dict(zip(map(fids.__getitem__, labelled), map(sets.__getitem__, set_ids), strict=True)),
+            (
+                (KINDS[kind], label, map(fids.__getitem__, folders), keys_of[a:b])
+                for kind, label, folders, (a, b) in zip(
+                    kinds, labels, members, itertools.pairwise(at), strict=True
+                )
+            ),
+        )
+        return self
 
     def _folder_keys(self, folder: Folder) -> list[str]:
         """Its keys: the match keys of its keywords."""
@@ -315,13 +554,23 @@ class CandidateIndex:
     def _folder_kids(self, folder: Folder) -> set[int]:
         return {self._key_ids[key] for key in self._folder_keys(folder)}
 
-    def _folder_classes(self, folder: Folder, title: str) -> list[str]:
+    def _folder_classes(self, folder: Folder, title: Any) -> list[str]:
         if self._category_re is None or folder.alpha < self._alpha_min:
             return []
         fold = self._fold
-        text = "\x00".join(match_key(k, expand_latin_case=fold) for k in folder.keywords)
+        return self._classes_of(
+            [match_key(k, expand_latin_case=fold) for k in folder.keywords], folder.alpha, title
+        )
+
+    def _classes_of(self, keys: list[str], alpha: float, title: Any) -> list[str]:
+        """The category classes of a folder of α `alpha` whose keywords have match keys
+        `keys` (empty ones included), and of its `title` (an entry's, as it is)."""
+        if self._category_re is None or alpha < self._alpha_min:
+            return []
+        text = "\x00".join(keys)
+        title = str(title or "")
         if title:
-            text += "\x00" + match_key(title, expand_latin_case=fold)
+            text += "\x00" + match_key(title, expand_latin_case=self._fold)
         return self._classes_in(text)
 
     # -- incremental update ------------------------------------------------------
@@ -332,6 +581,19 @@ class CandidateIndex:
         version: Any = None,
         *,
         max_changes: float = 0.2,
+    ) -> bool:
+        """Bring the index to `entries` in place (`_update`), holding its lock (a snapshot
+        being copied meanwhile is copied whole first)."""
+        with self.lock:
+            return self._update(entries, cfg, version, max_changes=max_changes)
+
+    def _update(
+        self,
+        entries: Iterable[Any],
+        cfg: MemoryConfig,
+        version: Any,
+        *,
+        max_changes: float,
     ) -> bool:
         """Bring the index to `entries` in place, as `CandidateIndex(entries, cfg)` would
         build it. False (and the index untouched) when a fresh build is due instead:
@@ -420,7 +682,7 @@ class CandidateIndex:
                 del arr[bisect_left(arr, n)]
                 if not arr:
                     self._drop_key(kid)
-            for name in self._folder_classes(folder, self._titles[n]):
+            for name in self._folder_classes(folder, self._entries[n].title):
                 members = self.categories[name]
                 members.discard(n)
                 if not members:
@@ -453,20 +715,16 @@ class CandidateIndex:
             [(j0, i0, i1) for i0, i1, j0 in runs if i0 < old_end] + [(m, -1, -1) for m in added]
         )
         mid_folders: list[Folder] = []
-        mid_titles: list[str] = []
         for m, i0, i1 in pieces:
             if i0 >= 0:
                 mid_folders += self.folders[i0:i1]
-                mid_titles += self._titles[i0:i1]
             else:
                 mid_folders.append(_make_folder(new[m]))
-                mid_titles.append(str(new[m].title or ""))
         for n in removed:
             fid = self.folders[n].id
             if by_id.get(fid) == n:
                 del by_id[fid]
         self.folders[p:old_end] = mid_folders
-        self._titles[p:old_end] = mid_titles
         self._entries = new
         for m in added:
             by_id[self.folders[m].id] = m
@@ -484,14 +742,25 @@ class CandidateIndex:
                 if kid not in seen:
                     seen.add(kid)
                     insort(postings[kid], m)
-            for name in self._folder_classes(folder, self._titles[m]):
+            for name in self._folder_classes(folder, new[m].title):
                 self.categories.setdefault(name, set()).add(m)
         self._channel = None  # rebuilt by the next query asking the channel
         self.version = version
+        self.unsaved += len(removed) + len(added)
         return True
 
     def __len__(self) -> int:
         return len(self.folders)
+
+    @property
+    def unique_ids(self) -> bool:
+        """No folder id repeats (an index with repeated ids is never updated in place nor
+        snapshotted: it is rebuilt)."""
+        return self._unique_ids
+
+    def entries(self) -> Sequence[Any]:
+        """The entries it indexes, by folder number (read only)."""
+        return self._entries
 
     def entry(self, n: int) -> Any:
         """The index entry folder `n` was built from (for fields recall does not index,

@@ -32,7 +32,7 @@ from engine.scoring.events import folder_labels
 from engine.scoring.labels import HOME, HOME_FORMS, normalize_labels
 from engine.tokenizer import is_latin_word_char
 
-__all__ = ["KINDS", "Mention", "TagIndex", "tag_index_params"]
+__all__ = ["KINDS", "Mention", "TagIndex", "form_keys", "tag_index_params"]
 
 KINDS: Final = ("event", "location", "person")
 """The label kinds, in the order the answers list them."""
@@ -111,6 +111,23 @@ class TagIndex:
                     self._add_forms(kind, label)
                 members.add(fid)
 
+    def restore(
+        self,
+        of: dict[str, tuple[tuple[str, ...], ...]],
+        tables: Iterable[tuple[str, str, Iterable[str], Iterable[str]]],
+    ) -> None:
+        """Fill an empty index with what adding its folders in order made (a restore:
+        `engine.recall.candidate_snapshot`): each folder's labels, and each label (kind,
+        label, its folders in order, its form keys: `form_keys`) in the order the labels
+        first appeared."""
+        self._of = of
+        forms, lens = self._forms, self._form_lens
+        for kind, label, members, keys in tables:
+            self._ids[kind][label] = set(members)
+            for key in keys:
+                forms.setdefault(key, []).append((kind, label))
+                lens[len(key)] += 1
+
     def remove(self, folder_id: str) -> None:
         """Forget one folder (nothing when it carried no label)."""
         labels = self._of.pop(folder_id, None)
@@ -127,12 +144,12 @@ class TagIndex:
                         self._drop_forms(kind, label)
 
     def _add_forms(self, kind: str, label: str) -> None:
-        for key in _form_keys(kind, label):
+        for key in form_keys(kind, label):
             self._forms.setdefault(key, []).append((kind, label))
             self._form_lens[len(key)] += 1
 
     def _drop_forms(self, kind: str, label: str) -> None:
-        for key in _form_keys(kind, label):
+        for key in form_keys(kind, label):
             owners = self._forms[key]
             owners.remove((kind, label))
             if not owners:
@@ -210,8 +227,8 @@ def _normalized(raw: tuple[Any, ...], max_length: int, location: bool) -> tuple[
     return tuple(normalize_labels(raw, max_length=max_length, location=location))
 
 
-def _form_keys(kind: str, label: str) -> list[str]:
-    """The match keys of `label`'s forms, each once."""
+def form_keys(kind: str, label: str) -> list[str]:
+    """The match keys of `label`'s forms, each once (how a message names it)."""
     keys = (match_key(form, expand_latin_case=True) for form in _forms(kind, label))
     return list(dict.fromkeys(k for k in keys if k))
 

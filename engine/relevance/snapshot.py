@@ -39,7 +39,7 @@ import struct
 import sys
 import zlib
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,9 @@ from engine.stopwords import CJK_SPLIT_CHARS, EN_STOPWORDS
 __all__ = [
     "FORMAT",
     "SnapshotError",
+    "encode_sections",
     "fingerprint",
+    "read_sections",
     "read_snapshot",
     "word_sum",
     "write_snapshot",
@@ -136,33 +138,40 @@ def word_sum(*parts: Any) -> int:
     return acc.value()
 
 
-def _encode(
-    index: RelevanceIndex, *, owner: str, extra_stopwords: Sequence[str], text_version: str
+def encode_sections(
+    magic: bytes, header: Mapping[str, Any], parts: Mapping[str, tuple[str, Sequence[Any]]]
 ) -> bytes:
-    """The snapshot file of `index` (the caller holds its lock)."""
+    """A snapshot file (module docstring): `magic`, the JSON `header` with the section
+    table and checksums added, each section's buffers (name -> NumPy type code and the
+    buffers that make it, back to back), and the tail. Any derived index written whole
+    as arrays uses this frame (`engine.recall.candidate_snapshot` too)."""
     sections: list[list[Any]] = []
     sums: list[str] = []
     buffers: list[Any] = []
-    for name, (code, parts) in index.snapshot_parts().items():
-        nbytes = sum(memoryview(p).nbytes for p in parts)
+    for name, (code, pieces) in parts.items():
+        nbytes = sum(memoryview(p).nbytes for p in pieces)
         size = np.dtype(code).itemsize
         if nbytes % size:
             raise RuntimeError(f"section {name} is not whole items")
         sections.append([name, code, nbytes // size])
-        sums.append(f"{word_sum(*parts):016x}")
-        buffers.extend(parts)
-    header = orjson.dumps(
-        {
-            "format": FORMAT,
-            "fingerprint": fingerprint(text_version),
-            "owner": owner,
-            "extra": list(extra_stopwords),
-            "sections": sections,
-            "sums": sums,
-        }
-    )
-    head = _HEAD.pack(MAGIC, len(header)) + header
+        sums.append(f"{word_sum(*pieces):016x}")
+        buffers.extend(pieces)
+    raw = orjson.dumps({**header, "sections": sections, "sums": sums})
+    head = _HEAD.pack(magic, len(raw)) + raw
     return b"".join([head, *buffers, _TAIL.pack(zlib.crc32(head), END)])
+
+
+def _encode(
+    index: RelevanceIndex, *, owner: str, extra_stopwords: Sequence[str], text_version: str
+) -> bytes:
+    """The snapshot file of `index` (the caller holds its lock)."""
+    header = {
+        "format": FORMAT,
+        "fingerprint": fingerprint(text_version),
+        "owner": owner,
+        "extra": list(extra_stopwords),
+    }
+    return encode_sections(MAGIC, header, index.snapshot_parts())
 
 
 def write_snapshot(
@@ -227,6 +236,21 @@ def _read_into(f: Any, buf: array[Any]) -> None:
         view = view[n:]
 
 
+def read_sections(
+    path: Path, magic: bytes, what: str, check: Callable[[dict[str, Any]], None]
+) -> dict[str, array[Any]]:
+    """The sections of the snapshot file at `path` written with `magic`
+    (:func:`encode_sections`), each checked; `check` refuses a header that is not the
+    reader's (another version, another store: it raises :class:`SnapshotError`). Raises
+    FileNotFoundError when there is no file and :class:`SnapshotError` (with the reason)
+    when it cannot be used. Blocking."""
+    with open(path, "rb", buffering=0) as f:
+        try:
+            return _read(f, magic, what, check)
+        except OSError as exc:
+            raise SnapshotError(f"unreadable: {exc}") from None
+
+
 def read_snapshot(
     path: Path,
     text_of: Callable[[str], str | None],
@@ -238,46 +262,47 @@ def read_snapshot(
     """The index stored at `path`, to be synced before use (its first sync checks every
     folder against it). Raises FileNotFoundError when there is none and
     :class:`SnapshotError` (with the reason) when it cannot be used. Blocking."""
-    with open(path, "rb", buffering=0) as f:
-        try:
-            return _read(f, text_of, owner, tuple(extra_stopwords), text_version)
-        except OSError as exc:
-            raise SnapshotError(f"unreadable: {exc}") from None
+    extra = list(extra_stopwords)
+
+    def check(header: dict[str, Any]) -> None:
+        if header.get("format") != FORMAT or header.get("fingerprint") != fingerprint(text_version):
+            raise SnapshotError("written by another version")
+        if header.get("owner") != owner:
+            raise SnapshotError("built over another store")
+        if header.get("extra") != extra:
+            raise SnapshotError("built with other keywords.extraStopwords")
+
+    arrays = read_sections(path, MAGIC, "a relevance index snapshot", check)
+    try:
+        return RelevanceIndex.restored(text_of, arrays, extra_stopwords=tuple(extra))
+    except (KeyError, ValueError, UnicodeDecodeError, TypeError) as exc:
+        raise SnapshotError(f"inconsistent arrays: {exc!r}") from None
 
 
 def _read(
-    f: Any,
-    text_of: Callable[[str], str | None],
-    owner: str,
-    extra: tuple[str, ...],
-    text_version: str,
-) -> RelevanceIndex:
+    f: Any, magic: bytes, what: str, check: Callable[[dict[str, Any]], None]
+) -> dict[str, array[Any]]:
     size = os.fstat(f.fileno()).st_size
     head = f.read(_HEAD.size)
     if len(head) != _HEAD.size:
         raise SnapshotError("truncated")
-    magic, header_len = _HEAD.unpack(head)
-    if magic != MAGIC:
-        raise SnapshotError("not a relevance index snapshot")
+    found, header_len = _HEAD.unpack(head)
+    if found != magic:
+        raise SnapshotError(f"not {what}")
     if header_len > _MAX_HEADER or _HEAD.size + header_len + _TAIL.size > size:
         raise SnapshotError("truncated")
     raw = f.read(header_len)
     header = _header(raw)
-    if header.get("format") != FORMAT or header.get("fingerprint") != fingerprint(text_version):
-        raise SnapshotError("written by another version")
-    if header.get("owner") != owner:
-        raise SnapshotError("built over another store")
-    if header.get("extra") != list(extra):
-        raise SnapshotError("built with other keywords.extraStopwords")
+    check(header)
     sections = _sections(header)
     body = sum(count * np.dtype(code).itemsize for _, code, count, _ in sections)
     if _HEAD.size + header_len + body + _TAIL.size != size:
         raise SnapshotError("truncated or overlong")
     arrays: dict[str, array[Any]] = {}
-    for name, code, count, check in sections:
+    for name, code, count, check_sum in sections:
         buf: array[Any] = array(_TYPECODES[code], bytes(np.dtype(code).itemsize)) * count
         _read_into(f, buf)
-        if f"{word_sum(buf):016x}" != check:
+        if f"{word_sum(buf):016x}" != check_sum:
             raise SnapshotError(f"checksum mismatch in {name}")
         arrays[name] = buf
     tail = f.read(_TAIL.size)
@@ -286,7 +311,4 @@ def _read(
     stored_crc, end = _TAIL.unpack(tail)
     if end != END or stored_crc != zlib.crc32(head + raw):
         raise SnapshotError("header checksum mismatch")
-    try:
-        return RelevanceIndex.restored(text_of, arrays, extra_stopwords=extra)
-    except (KeyError, ValueError, UnicodeDecodeError, TypeError) as exc:
-        raise SnapshotError(f"inconsistent arrays: {exc!r}") from None
+    return arrays

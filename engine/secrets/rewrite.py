@@ -37,10 +37,10 @@ import orjson
 
 from engine import jsonio
 from engine.jsonio import dumps_json, read_json, write_bytes_atomic, write_json_atomic
-from engine.relevance.folder_text import SNAPSHOT_NAME
 from engine.secrets.redact import Mode
 from engine.secrets.store_scan import FolderScan, redact_json
 from engine.store.folders import context_document
+from engine.store.index_snapshot import DERIVED_SNAPSHOTS
 from engine.store.layout import SessionPaths
 
 __all__ = [
@@ -193,11 +193,12 @@ def redact_session_files(paths: SessionPaths, mode: Mode, kinds: Counter[str]) -
             write_bytes_atomic(stats, b"".join(line + b"\n" for line in out))
             kinds.update(found)
             changed.append(stats.name)
-    snapshot = paths.dir / SNAPSHOT_NAME
-    if snapshot.exists():
-        jsonio.fs.unlink(snapshot)
+    gone = [name for name in DERIVED_SNAPSHOTS if (paths.dir / name).exists()]
+    for name in gone:  # derived indexes hold the session's words
+        jsonio.fs.unlink(paths.dir / name)
+    if gone:
         jsonio.fs.fsync_dir(paths.dir)
-        changed.append(SNAPSHOT_NAME)
+        changed.extend(gone)
     return changed
 
 

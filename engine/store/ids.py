@@ -156,7 +156,9 @@ def is_folder_id(name: str) -> bool:
     Wider than :data:`FOLDER_ID_RE` so folders written by other versions with a
     different suffix are still found and adopted.
     """
-    return _FOLDER_DIR_RE.match(name) is not None and is_safe_name(name)
+    # the pattern leaves only the length of `is_safe_name` to check (a ``mem-`` name is
+    # made of safe characters and is not dots only)
+    return len(name) <= 255 and _FOLDER_DIR_RE.match(name) is not None
 
 
 def folder_stamp(now_ms: int) -> str:

@@ -49,13 +49,16 @@ __all__ = [
     "LogRow",
     "Replay",
     "append_index_log",
+    "encode_index",
     "file_size",
     "index_log_budget",
+    "parse_index",
     "read_index",
     "read_index_log",
     "remove_index_log",
     "replay_index_log",
     "row_digest",
+    "row_spans",
     "write_index",
 ]
 
@@ -118,6 +121,13 @@ def read_index(
         return [], {}, "missing"
     except OSError:
         return [], {}, "corrupt"
+    return parse_index(data, convert)
+
+
+def parse_index(
+    data: bytes, convert: Callable[[Any], Any] | None = None
+) -> tuple[list[Any], dict[str, Any], IndexStatus]:
+    """What :func:`read_index` gives for a file holding `data` (present)."""
     if data.startswith(_UTF8_BOM):
         data = data[len(_UTF8_BOM) :]
     if convert is not None:
@@ -146,36 +156,50 @@ _ROW_SEP = re.compile(re.escape(b"\n    },\n    {\n"))
 ROWS_PER_CHUNK = 512
 
 
-def _rows_by_chunks(
-    data: bytes, convert: Callable[[Any], Any]
-) -> tuple[list[Any], dict[str, Any]] | None:
-    """The rows of an indented index, parsed and converted chunk by chunk; None when the
-    file is not in that layout or any part does not parse (the caller parses it whole).
+def row_spans(data: bytes) -> tuple[dict[str, Any], list[tuple[int, int]]] | None:
+    """An indented index cut into its rows without parsing them: the document without
+    its rows (parsed), and where each row's text starts and ends in `data`; None when the
+    file is not in that layout.
 
     In a document indented by two spaces a row of the top-level ``folders`` array starts
     and ends on a line of its own at four spaces: ``    },\n    {`` is found between two
     rows and nowhere else (a nested value is indented further, and a JSON string holds no
-    line break). So cutting the array there gives pieces that are each a run of whole
-    rows, and the document without its rows keeps everything else."""
+    line break). So cutting the array there gives the rows, each whole, and the document
+    without its rows keeps everything else."""
     if data.count(_ROWS_KEY) != 1:
         return None
     head = data.find(_ROWS_START)
     tail = data.rfind(_ROWS_END)
     if head < 0 or tail < head + len(_ROWS_START):
         return None
-    body = memoryview(data)[head + len(_ROWS_START) : tail]
     try:
         rest = orjson.loads(data[: head + len(_ROWS_START) - 1] + b"]" + data[tail + 4 :])
     except orjson.JSONDecodeError:
         return None
     if not isinstance(rest, dict) or rest.get("folders") != []:
         return None
-    starts = [0] + [m.start() + 8 for m in _ROW_SEP.finditer(body)]  # each "    {"
+    at = head + len(_ROWS_START)
+    starts = [at] + [m.start() + 8 for m in _ROW_SEP.finditer(data, at, tail)]  # "    {"
+    ends = [x - 2 for x in starts[1:]] + [tail]  # each row's closing "}"
+    return rest, list(zip(starts, ends, strict=True))
+
+
+def _rows_by_chunks(
+    data: bytes, convert: Callable[[Any], Any]
+) -> tuple[list[Any], dict[str, Any]] | None:
+    """The rows of an indented index (:func:`row_spans`), parsed and converted chunk by
+    chunk; None when the file is not in that layout or any part does not parse (the
+    caller parses it whole)."""
+    cut = row_spans(data)
+    if cut is None:
+        return None
+    rest, spans = cut
+    view = memoryview(data)
     rows: list[Any] = []
     try:
-        for k in range(0, len(starts), ROWS_PER_CHUNK):
-            end = starts[k + ROWS_PER_CHUNK] - 2 if k + ROWS_PER_CHUNK < len(starts) else len(body)
-            chunk = orjson.loads(b"[" + body[starts[k] : end] + b"]")
+        for k in range(0, len(spans), ROWS_PER_CHUNK):
+            last = min(k + ROWS_PER_CHUNK, len(spans)) - 1
+            chunk = orjson.loads(b"[" + view[spans[k][0] : spans[last][1]] + b"]")
             rows.extend(map(convert, chunk))
             del chunk
     except orjson.JSONDecodeError:
@@ -183,13 +207,19 @@ def _rows_by_chunks(
     return rows, {k: v for k, v in rest.items() if k != "folders"}
 
 
-def write_index(paths: SessionPaths, rows: Iterable[dict[str, Any]], extra: dict[str, Any]) -> int:
-    """Atomically rewrite ``index.json``; returns its size in bytes. The caller drops
-    the log once this returns (:func:`remove_index_log`)."""
+def encode_index(rows: Iterable[dict[str, Any]], extra: dict[str, Any]) -> bytes:
+    """The bytes of ``index.json`` holding `rows` and the top-level `extra` (what
+    :func:`write_index` writes)."""
     doc: dict[str, Any] = {"version": 1}
     doc.update(extra)
     doc["folders"] = list(rows)
-    data = dumps_json(doc)
+    return dumps_json(doc)
+
+
+def write_index(paths: SessionPaths, rows: Iterable[dict[str, Any]], extra: dict[str, Any]) -> int:
+    """Atomically rewrite ``index.json``; returns its size in bytes. The caller drops
+    the log once this returns (:func:`remove_index_log`)."""
+    data = encode_index(rows, extra)
     write_bytes_atomic(paths.index, data)
     return len(data)
 

@@ -48,10 +48,10 @@ from engine.store.folders import read_meta, validate_folder
 from engine.store.ids import is_folder_id, is_safe_name
 from engine.store.images import ImagesIndex, image_row
 from engine.store.index_entry import IndexEntry
+from engine.store.index_snapshot import read_index_entries
 from engine.store.indexfile import (
     IndexStatus,
     file_size,
-    read_index,
     read_index_log,
     remove_index_log,
     replay_index_log,
@@ -195,7 +195,7 @@ class _Recovery:
         return sorted(journals), sorted(staging)
 
     def load_index(self) -> dict[str, Any]:
-        checked, extra, status = read_index(self.paths, _checked)
+        checked, extra, status = read_index_entries(self.paths)
         self.report.index_status = status
         self.index_changed = status == "corrupt"
         for entry in checked:
@@ -397,14 +397,6 @@ class _Recovery:
             self._drop(folder_id)
             if folder_id not in self.removed:
                 self.report.missing_folders.append(folder_id)
-
-
-def _checked(item: Any) -> IndexEntry | str:
-    """A row of ``index.json`` as its entry, or (refused) the id it names, as text."""
-    try:
-        return IndexEntry.model_validate(item)
-    except ValidationError:
-        return str(item.get("id") if isinstance(item, dict) else None)
 
 
 def recover(paths: SessionPaths) -> RecoveredState:

@@ -1,0 +1,242 @@
+"""``index.json`` as read, kept beside it, so that opening a large store parses nothing.
+
+Opening a store turned every row of ``index.json`` into its entry (parsing and
+validating 10^5 rows: 3–5 s on a busy 2-core machine, the largest part of a restart).
+What that gives depends on the file's bytes alone, so it is kept, as the entries'
+values (`marshal`: read back at C speed, a tenth of the time), in a snapshot named by
+the digest of the bytes it was made from. Opening reads ``index.json``, hashes it
+(SHA-256: tens of milliseconds at 10^5 rows) and takes the snapshot's entries only when
+the digest is the file's; anything else (another writer, a rewrite since, a damaged or
+foreign snapshot) parses the file, as ever. The index log and recovery then run over the
+entries exactly as over parsed ones. It is derived data, safe to delete.
+
+The snapshot is written when a session is unloaded (eviction, ``agent/disposed``,
+shutdown: :func:`save_index_snapshot`, in the daemon's snapshot thread), when the file
+changed since the last one. It is made from the file's bytes, with the entries in
+memory as hints: each row whose text is the one the store would write for its entry in
+memory is that entry (an entry gives its row back exactly), and any other row (one the
+index log changed since, or another writer's) is parsed; so the snapshot is what parsing
+the file gives, whatever the store did meanwhile.
+
+The file: 8 bytes magic, 8 bytes little-endian header length, the header (JSON: format,
+:func:`fingerprint`, the SHA-256 and size of the ``index.json`` it stands for, the size
+and CRC-32 of the payload), then the payload: `marshal` of the entries' values (a
+refused row: the text recovery reports for it) and the file's top-level extras. It is
+written whole through `engine.jsonio.write_bytes_atomic`.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import marshal
+import struct
+import sys
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from engine.jsonio import write_bytes_atomic
+from engine.store.index_entry import IndexEntry, entry_from_row
+from engine.store.indexfile import IndexStatus, encode_index, parse_index, row_spans
+from engine.store.layout import SessionPaths
+from engine.store.records import INDEX_FIELDS
+
+__all__ = [
+    "DERIVED_SNAPSHOTS",
+    "SNAPSHOT_NAME",
+    "checked_entry",
+    "fingerprint",
+    "read_index_entries",
+    "save_index_snapshot",
+    "snapshot_path",
+]
+
+FORMAT = 1
+MAGIC = b"RFMDIRX\x00"
+SNAPSHOT_NAME = ".index-rows.snapshot"
+"""In the session directory: a dot-file, which recovery and every listing leave alone."""
+DERIVED_SNAPSHOTS = (".relevance-index.snapshot", ".recall-index.snapshot", SNAPSHOT_NAME)
+"""Every derived index file of a session directory (the relevance index's, the recall
+candidate index's, this one; each module names its own, a test holds them to this
+list): what a rewrite of the session's text deletes (they hold its words) and a backup
+leaves out (the daemon makes them again)."""
+SNAPSHOT_MIN_ROWS = 1024
+"""Below this many rows no snapshot is written (parsing them takes milliseconds)."""
+_HEAD = struct.Struct("<8sQ")
+_MAX_HEADER = 1 << 16
+_UTF8_BOM = b"\xef\xbb\xbf"
+_PROBE = {
+    "id": "mem-20260101T000000Z-0001",
+    "createdAt": 1767225600000,
+    "alpha": 1,
+    "beta": -2.5,
+    "scored": True,
+    "keywords": ["星港", "Gateway"],
+    "title": "probe",
+    "timeTags": [{"text": "昨天", "start": 1}],
+    "custom": {"kept": [1, 2]},
+}
+_new = tuple.__new__
+
+
+def snapshot_path(paths: SessionPaths) -> Path:
+    """Where the snapshot of the store's ``index.json`` lives."""
+    return paths.dir / SNAPSHOT_NAME
+
+
+def checked_entry(item: Any) -> IndexEntry | str:
+    """A row of ``index.json`` as its entry, or (refused) the id it names, as text."""
+    try:
+        return IndexEntry.model_validate(item)
+    except ValidationError:
+        return str(item.get("id") if isinstance(item, dict) else None)
+
+
+@functools.cache
+def fingerprint() -> str:
+    """What the stored values depend on besides the file: this Python's `marshal`, the
+    entry's fields, and what validation makes of a probe row (its values, the
+    layout it keeps)."""
+    facts = {
+        "format": FORMAT,
+        "python": list(sys.version_info[:2]),
+        "marshal": marshal.version,
+        "fields": list(INDEX_FIELDS),
+        "probe": list(entry_from_row(dict(_PROBE))),
+    }
+    return hashlib.blake2b(orjson.dumps(facts), digest_size=16).hexdigest()
+
+
+def _identity(data: bytes) -> dict[str, Any]:
+    return {"index": hashlib.sha256(data).hexdigest(), "size": len(data)}
+
+
+def read_index_entries(paths: SessionPaths) -> tuple[list[Any], dict[str, Any], IndexStatus]:
+    """Each row of ``index.json`` as :func:`checked_entry` makes it, the top-level extras
+    and the file's status: what ``read_index(paths, checked_entry)`` gives, from the
+    snapshot when it stands for the file's bytes (module docstring). Blocking."""
+    try:
+        data = paths.index.read_bytes()
+    except FileNotFoundError:
+        return [], {}, "missing"
+    except OSError:
+        return [], {}, "corrupt"
+    cached = _cached(snapshot_path(paths), _identity(data))
+    if cached is not None:
+        return cached[0], cached[1], "ok"
+    return parse_index(data, checked_entry)
+
+
+def _payload(path: Path, identity: dict[str, Any]) -> memoryview | None:
+    """The snapshot's payload when the file is whole (its CRC), this code's and made
+    from the file `identity` names; else None."""
+    try:
+        blob = path.read_bytes()
+    except OSError:
+        return None
+    if len(blob) < _HEAD.size:
+        return None
+    magic, size = _HEAD.unpack_from(blob)
+    if magic != MAGIC or size > _MAX_HEADER or _HEAD.size + size > len(blob):
+        return None
+    try:
+        header = orjson.loads(blob[_HEAD.size : _HEAD.size + size])
+    except orjson.JSONDecodeError:
+        return None
+    payload = memoryview(blob)[_HEAD.size + size :]
+    if (
+        not isinstance(header, dict)
+        or header.get("format") != FORMAT
+        or header.get("fingerprint") != fingerprint()
+        or {k: header.get(k) for k in identity} != identity
+        or header.get("payload") != [len(payload), zlib.crc32(payload)]
+    ):
+        return None
+    return payload
+
+
+def _cached(path: Path, identity: dict[str, Any]) -> tuple[list[Any], dict[str, Any]] | None:
+    """The snapshot's entries and extras when it stands for the file `identity` names
+    (:func:`_payload`); else None."""
+    payload = _payload(path, identity)
+    if payload is None:
+        return None
+    try:
+        values, extra = marshal.loads(payload)
+    except (ValueError, EOFError, TypeError):
+        return None
+    if not isinstance(values, tuple) or not isinstance(extra, dict):
+        return None
+    n = len(INDEX_FIELDS) + 3
+    entries: list[Any] = []
+    for v in values:
+        if type(v) is tuple and len(v) == n:
+            entries.append(_new(IndexEntry, v))
+        elif type(v) is str:
+            entries.append(v)
+        else:
+            return None
+    return entries, extra
+
+
+def save_index_snapshot(paths: SessionPaths, entries: Sequence[IndexEntry]) -> int | None:
+    """Write the snapshot of the store's ``index.json`` as it is now, with `entries` (the
+    store's, in index order) as hints (module docstring); its size, None when there was
+    nothing to write (no file, a small one, or the snapshot stands for it already).
+    Blocking; raises OSError when the disk refuses."""
+    try:
+        data = paths.index.read_bytes()
+    except FileNotFoundError:
+        return None
+    identity = _identity(data)
+    path = snapshot_path(paths)
+    if _payload(path, identity) is not None:
+        return None  # it stands for the file already
+    parsed = _parsed(data[len(_UTF8_BOM) :] if data.startswith(_UTF8_BOM) else data, entries)
+    if parsed is None or len(parsed[0]) < SNAPSHOT_MIN_ROWS:
+        return None
+    rows, extra = parsed
+    payload = marshal.dumps(
+        (tuple(tuple(e) if isinstance(e, IndexEntry) else e for e in rows), extra)
+    )
+    header = {
+        "format": FORMAT,
+        "fingerprint": fingerprint(),
+        **identity,
+        "payload": [len(payload), zlib.crc32(payload)],
+    }
+    raw = orjson.dumps(header)
+    blob = _HEAD.pack(MAGIC, len(raw)) + raw + payload
+    write_bytes_atomic(path, blob)
+    return len(blob)
+
+
+def _parsed(data: bytes, hints: Sequence[IndexEntry]) -> tuple[list[Any], dict[str, Any]] | None:
+    """What parsing `data` gives (rows as :func:`checked_entry` makes them, extras), each
+    row whose text is the one `hints` holds at its place taken from there; None when the
+    file does not parse."""
+    cut = row_spans(data)
+    if cut is not None:
+        rest, spans = cut
+        extra = {k: v for k, v in rest.items() if k != "folders"}
+        mine = encode_index((e.row() for e in hints), extra)
+        ours = row_spans(mine)
+        if ours is not None and len(ours[1]) == len(spans):
+            view, other = memoryview(data), memoryview(mine)
+            rows: list[Any] = []
+            try:
+                for (a, b), (c, d), hint in zip(spans, ours[1], hints, strict=True):
+                    if view[a:b] == other[c:d]:
+                        rows.append(hint)
+                    else:
+                        rows.append(checked_entry(orjson.loads(view[a:b])))
+                return rows, extra
+            except orjson.JSONDecodeError:
+                pass  # parsed whole below, as a read does
+    entries, extra, status = parse_index(data, checked_entry)
+    return (entries, extra) if status == "ok" else None

@@ -1,0 +1,298 @@
+"""The candidate index's snapshot (`engine.recall.candidate_snapshot`): restored over the
+entries it was built over, it is the index a fresh build gives (every structure a query
+reads, every query's matches, the tag index, whole recall rounds); over any other
+entries, with other parameters, or damaged, it is refused and the index is built.
+
+Determinism guarantee: a restart that restores the index picks what a restart that
+rebuilt it picks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bench.recall import make_entries
+from engine.config import MemoryConfig
+from engine.recall import Addition, CandidateIndex, RecallState, analyze_query, run_round
+from engine.recall.candidate_snapshot import (
+    SNAPSHOT_NAME,
+    read_index_snapshot,
+    restored_index,
+    save_index_snapshot,
+    snapshot_due,
+    synced_index,
+    write_index_snapshot,
+)
+from engine.recall.fair import Pick
+from engine.relevance.snapshot import SnapshotError
+from tests.engine.recall_fixtures import BASE_MS, Entry, new_store, write_folders
+from tests.engine.test_recall_index_incremental import (
+    ALPHAS,
+    CONFIGS,
+    QUERIES,
+    SAID,
+    TITLES,
+    VOCAB,
+    _cfg,
+    apply,
+    observe,
+    op_st,
+    structure,
+)
+
+OWNER = "/owner"
+EVENTS = ["马拉松", "发布评审", "Marathon", "", "生日会"]
+PLACES = ["杭州", "我家", "Hangzhou", "公司", "杭州市"]
+PEOPLE = ["Mina", "小林", "mina", "老王"]
+_serial = iter(range(10**9))
+
+
+def labelled_entry(
+    scored: bool,
+    alpha: float,
+    kws: list[str],
+    title: str,
+    created: int,
+    said: list[str] | None,
+    events: list[str] | None,
+    places: list[str] | None,
+    people: list[str] | None,
+) -> Entry:
+    return Entry(
+        id=f"mem-{next(_serial):06d}",
+        alpha=alpha,
+        createdAt=BASE_MS + created,
+        keywords=kws,
+        scored=scored,
+        title=title,
+        assistantKeywords=said,
+        events=events,
+        locations=places,
+        persons=people,
+    )
+
+
+def _labels(pool: list[str]) -> st.SearchStrategy[list[str] | None]:
+    return st.none() | st.lists(st.sampled_from(pool), max_size=3)
+
+
+entry_st = st.builds(
+    labelled_entry,
+    st.booleans(),
+    st.sampled_from(ALPHAS),
+    st.lists(st.sampled_from(VOCAB), max_size=5),
+    st.sampled_from(TITLES),
+    st.integers(0, 5),
+    st.none() | st.lists(st.sampled_from(SAID), max_size=3),
+    _labels(EVENTS),
+    _labels(PLACES),
+    _labels(PEOPLE),
+)
+
+
+def tags_of(ix: CandidateIndex) -> Any:
+    """Everything the tag index answers, in the order it answers it."""
+    t = ix.tags
+    kinds = ("event", "location", "person")
+    return (
+        list(t.labels_by_folder().items()),
+        [list(t.counts(k).items()) for k in kinds],
+        [t.mentions(text, kinds, 4) for text in ("我在杭州和Mina跑马拉松", "回我家找小林", "")],
+    )
+
+
+def restored(tmp: Path, ix: CandidateIndex, entries: list[Any], cfg: MemoryConfig) -> Any:
+    path = tmp / SNAPSHOT_NAME
+    write_index_snapshot(path, ix, owner=OWNER)
+    return read_index_snapshot(path, entries, cfg, owner=OWNER, version="v")
+
+
+def assert_fresh(ix: CandidateIndex, entries: list[Any], cfg: MemoryConfig) -> None:
+    fresh = CandidateIndex(entries, cfg)
+    assert structure(ix) == structure(fresh)
+    assert tags_of(ix) == tags_of(fresh)
+    assert [e.id for e in ix.entries()] == [e.id for e in fresh.entries()]
+    for text in QUERIES:
+        for min_alpha in (0.0, 0.6):
+            assert observe(ix, text, cfg, min_alpha) == observe(fresh, text, cfg, min_alpha)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    cfg=st.sampled_from(CONFIGS),
+    entries=st.lists(entry_st, max_size=16),
+    batches=st.lists(st.lists(op_st, min_size=1, max_size=4), max_size=4),
+)
+def test_a_restored_index_is_a_fresh_build(
+    tmp_path_factory: pytest.TempPathFactory,
+    cfg: MemoryConfig,
+    entries: list[Entry],
+    batches: list[list[tuple[Any, ...]]],
+) -> None:
+    """Also of an index that was updated in place before it was written (its key ids and
+    label order are the updates' own: the restore gives the fresh build's)."""
+    tmp = tmp_path_factory.mktemp("snap")
+    ix = CandidateIndex(entries, cfg, 0)
+    for batch in batches:
+        for op in batch:
+            entries = apply(entries, op)
+        assert ix.update(entries, cfg, None, max_changes=math.inf)
+    back = restored(tmp, ix, entries, cfg)
+    assert back.version == "v" and back.saved and not back.unsaved
+    assert_fresh(back, entries, cfg)
+
+
+def _loader(index: CandidateIndex) -> Any:
+    def load(p: Pick) -> Addition:
+        f = index.folders[index.by_id[p.id]]
+        return Addition(f.id, f.alpha, f.beta, f.created_at, keywords=list(f.keywords), body=f.id)
+
+    return load
+
+
+@pytest.mark.parametrize("mode", ["fair", "deterministic", "legacy"])
+def test_rounds_are_the_same_over_a_restored_and_a_built_index(tmp_path: Path, mode: str) -> None:
+    cfg = _cfg(recall={"mode": mode, "maxRecalledBlocks": 6, "firstGenMax": 4})
+    base, queries = make_entries(1500, seed=3)
+    entries: list[Any] = [
+        dataclasses.replace(e, scored=i % 7 != 0, title=TITLES[i % len(TITLES)])
+        for i, e in enumerate(base)
+    ]
+    built = CandidateIndex(entries, cfg)
+    back = restored(tmp_path, built, entries, cfg)
+    states = (RecallState(persist=False), RecallState(persist=False))
+    for turn, text in enumerate([*QUERIES, *queries[:30]], 1):
+        outs = []
+        for index, state in zip((built, back), states, strict=True):
+            out = run_round(
+                None,
+                index,
+                state,
+                analyze_query(text, cfg),
+                cfg,
+                now_ms=BASE_MS,
+                turn=turn,
+                session_key="twin",
+                loader=_loader(index),
+            )
+            outs.append((out.recalled, out.recall_record, out.block_record, state.to_json()))
+        assert outs[0] == outs[1], text
+
+
+def _written(tmp: Path, n: int = 40) -> tuple[Path, list[Entry], MemoryConfig]:
+    cfg = CONFIGS[1]
+    entries = [
+        labelled_entry(True, 0.7, [VOCAB[i % 20]], "", i, None, ["马拉松"], None, ["Mina"])
+        for i in range(n)
+    ]
+    path = tmp / SNAPSHOT_NAME
+    write_index_snapshot(path, CandidateIndex(entries, cfg), owner=OWNER)
+    return path, entries, cfg
+
+
+def _flip(data: bytes) -> bytes:
+    out = bytearray(data)
+    out[len(out) * 3 // 4] ^= 0x10
+    return bytes(out)
+
+
+STALE: dict[str, tuple[Any, str]] = {
+    "an entry judged since": (
+        lambda es: [dataclasses.replace(es[0], keywords=["灰度比例"]), *es[1:]],
+        "stale",
+    ),
+    "an α changed since": (lambda es: [dataclasses.replace(es[0], alpha=0.2), *es[1:]], "stale"),
+    "a folder archived since": (lambda es: [*es, dataclasses.replace(es[0], id="mem-x")], "stale"),
+    "a folder hidden since": (lambda es: es[1:], "stale"),
+    "a label changed since": (
+        lambda es: [dataclasses.replace(es[0], persons=[]), *es[1:]],
+        "stale",
+    ),
+    "entries in another order": (lambda es: es[::-1], "stale"),
+}
+
+
+@pytest.mark.parametrize("change", sorted(STALE))
+def test_a_snapshot_over_other_entries_is_refused(tmp_path: Path, change: str) -> None:
+    path, entries, cfg = _written(tmp_path)
+    other, reason = STALE[change]
+    with pytest.raises(SnapshotError, match=reason):
+        read_index_snapshot(path, other(entries), cfg, owner=OWNER)
+    # a pending folder (never indexed) changes nothing
+    pending = dataclasses.replace(entries[0], id="mem-pending", scored=False)
+    assert_fresh(read_index_snapshot(path, [*entries, pending], cfg, owner=OWNER), entries, cfg)
+
+
+DAMAGE: dict[str, tuple[Any, str]] = {
+    "truncated": (lambda d: d[: len(d) // 2], "truncated"),
+    "empty": (lambda d: b"", "truncated"),
+    "a flipped bit": (_flip, "checksum mismatch"),
+    "a relevance snapshot": (lambda d: b"RFMDRIX\x00" + d[8:], "not a recall index snapshot"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_damaged_snapshot_is_refused(tmp_path: Path, damage: str) -> None:
+    path, entries, cfg = _written(tmp_path)
+    transform, reason = DAMAGE[damage]
+    path.write_bytes(transform(path.read_bytes()))
+    with pytest.raises(SnapshotError, match=reason):
+        read_index_snapshot(path, entries, cfg, owner=OWNER)
+
+
+def test_other_parameters_or_another_store_are_refused(tmp_path: Path) -> None:
+    path, entries, cfg = _written(tmp_path)
+    with pytest.raises(SnapshotError, match="index parameters"):
+        read_index_snapshot(path, entries, CONFIGS[0], owner=OWNER)
+    with pytest.raises(SnapshotError, match="another store"):
+        read_index_snapshot(path, entries, cfg, owner="/elsewhere")
+
+
+def test_a_store_restores_its_snapshot_and_rebuilds_a_stale_or_damaged_one(
+    tmp_path: Path,
+) -> None:
+    cfg = CONFIGS[0]
+    store = new_store(tmp_path)
+    ids = write_folders(
+        store,
+        [
+            {"createdAt": BASE_MS + i, "alpha": 0.8, "keywords": ["星港项目", f"词{i}"]}
+            for i in range(300)
+        ],
+    )
+    built, how = synced_index(None, store, store.index, cfg, 1)
+    assert how == "built" and snapshot_due(built)
+    assert save_index_snapshot(store, built)
+    assert not snapshot_due(built)
+    back, how = synced_index(None, store, store.index, cfg, 2)
+    assert how == "restored" and structure(back) == structure(built)
+    # judged since: stale, built again (and what the build gives is current)
+    store.update_meta(ids[7], {"alpha": 0.3, "keywords": ["接口网关"]})
+    again, how = synced_index(None, store, store.index, cfg, 3)
+    assert how == "built: built over other entries (stale)"
+    assert structure(again) == structure(CandidateIndex(store.index, cfg))
+    path = store.dir / SNAPSHOT_NAME
+    assert save_index_snapshot(store, again)
+    path.write_bytes(path.read_bytes()[:-3])
+    index, why = restored_index(store, store.index, cfg)
+    assert index is None and why == "truncated or overlong"
+    rebuilt, how = synced_index(None, store, store.index, cfg, 4)
+    assert how.startswith("built: ") and structure(rebuilt) == structure(again)
+    # an index in memory is updated in place, never replaced by the snapshot
+    store.update_meta(ids[8], {"alpha": 0.4})
+    same, how = synced_index(rebuilt, store, store.index, cfg, 5)
+    assert same is rebuilt and how == "updated"
+
+
+def test_a_small_index_is_not_written(tmp_path: Path) -> None:
+    _, entries, cfg = _written(tmp_path, n=10)
+    small = CandidateIndex(entries, cfg)
+    assert small.unsaved == 10 and not snapshot_due(small)
+    assert snapshot_due(small, unloading=True) is False
