@@ -33,7 +33,7 @@ import orjson
 from bench.ping import percentile
 from bench.ranked import make_corpus
 from bench.stores import StoreSpec, prepared_root
-from rofmd.client import RofmdClient
+from rofmd.host.client import RofmdClient
 from tests.e2e.harness import running_daemon
 
 SESSIONS = 20

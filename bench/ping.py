@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 
-from rofmd.client import RofmdClient
+from rofmd.host.client import RofmdClient
 
 
 def percentile(values: list[float], q: float) -> float:

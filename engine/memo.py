@@ -6,7 +6,7 @@ entries a busy hour adds are allocated among that hour's session data, and each 
 keeps a block of the allocator's memory in use after those sessions are gone: 50 busy
 sessions, disposed, left the daemon 17 % above its start with the caches kept and 10 %
 with them emptied (glibc malloc; the type attribute cache does the rest, see
-`rofmd.memory_release`). The daemon empties them when it gives memory back to the OS.
+`rofmd.server.memory_release`). The daemon empties them when it gives memory back to the OS.
 They refill on demand: results never change, only the first call is slower.
 
 Found by looking, not listed: every module-level cache of a loaded `engine` module,

@@ -13,7 +13,7 @@ ever. Cycles are another matter: a freeze also takes whatever the requests runni
 that moment hold (their frames, closures over a session), and a cycle among frozen
 objects is never collected. So unloading a session thaws everything (:func:`thaw`, O(1)):
 the next full collection, the one the daemon runs when it gives memory back
-(`rofmd.memory_release`), finds the unloaded session's cycles with everything else, and
+(`rofmd.server.memory_release`), finds the unloaded session's cycles with everything else, and
 what survives it is frozen again.
 """
 

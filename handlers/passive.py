@@ -2,7 +2,7 @@
 (reference §3.2.6).
 
 The bridge forwards each ``compaction/summary`` written by another compressor with the
-original events it shadowed; the daemon's session-log tailer (``rofmd.tailer``) feeds
+original events it shadowed; the daemon's session-log tailer (``rofmd.server.tailer``) feeds
 the same events read from the session logs through this same use case, in the session's
 lane of the dispatcher, so the two paths share one watermark and never race each other.
 

@@ -1,5 +1,5 @@
 """Per-session state, loaded on first use and released on `agent/disposed` or when
-the daemon evicts it (idle, or the least recently used over the cap; `rofmd.eviction`).
+the daemon evicts it (idle, or the least recently used over the cap; `rofmd.server.eviction`).
 
 Opening a session runs the store's recovery (stale journals, orphan folders,
 index rebuild), which touches the disk, so it happens in a worker thread. The

@@ -91,7 +91,7 @@ async def status(app: App, params: NoParams, ctx: RequestContext) -> dict[str, A
             "compat": app.compat.status.to_json(),
             "sessionsLoaded": app.sessions.loaded(),
             # sessions unloaded since start: by `agent/disposed`, idle or over the cap
-            # (rofmd.eviction); `remembered`: evicted ones whose residue is kept
+            # (rofmd.server.eviction); `remembered`: evicted ones whose residue is kept
             "sessionsReleased": {
                 "disposed": app.sessions.released["disposed"],
                 "idle": app.sessions.released["idle"],
@@ -165,7 +165,7 @@ async def metrics_exposition(app: App) -> dict[str, Any]:
     """The Prometheus text exposition (PROTOCOL.md §4 `metrics`), rendered in a worker
     thread from a copy of the counters: the exposition library's first import alone
     takes longer than the event loop may wait. Also what the metrics endpoint serves
-    (`rofmd.metrics_http`)."""
+    (`rofmd.server.metrics_http`)."""
     counted = app.metrics.snapshot()
     gauges = _gauges(app, dict(app.info.status_snapshot()))
     text = await anyio.to_thread.run_sync(lambda: counted.render(gauges))

@@ -21,7 +21,7 @@ in Python may hold what JSON cannot tell apart (a tuple for a list, NaN written 
 
 The memory holds at most :data:`MAX_BYTES` of JSON, least recently used first out, and
 is emptied with the engine's memo caches when the daemon gives memory back
-(:func:`forget_all`, ``rofmd.memory_release``): it refills with the next requests.
+(:func:`forget_all`, ``rofmd.server.memory_release``): it refills with the next requests.
 """
 
 from __future__ import annotations

@@ -2,6 +2,6 @@
 
 import sys
 
-from rofmd.cli import main
+from rofmd.cli.main import main
 
 sys.exit(main())

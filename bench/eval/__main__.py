@@ -20,7 +20,7 @@ import orjson
 from bench.eval.generate import DEFAULT_SIZE, LANGS, QUICK_SIZE, Lang, generate_all
 from bench.eval.play import HOST_TOKENS, WINDOW, EvalError, Options, play_all
 from bench.eval.report import render, render_losses, summarise
-from rofmd.client import RpcError
+from rofmd.host.client import RpcError
 
 DEFAULT_SEED = 20260105
 DEFAULT_CONVERSATIONS = 10
@@ -90,7 +90,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; see `--help`."""
     args = _parser().parse_args(argv)
-    from rofmd.logs import configure_logging
+    from rofmd.server.logs import configure_logging
 
     configure_logging("console", "warning", stream=sys.stderr)
     langs: tuple[Lang, ...] = LANGS if args.lang == "both" else (args.lang,)

@@ -4,7 +4,7 @@ Why a real daemon: recall quality depends on everything between the host and the
 block (archiving at the trigger, sentence-boundary folders, heuristic scoring, query
 analysis, selection in whatever ``recall.mode``, block trimming and persistence), so the
 benchmark drives
-the daemon over its real socket with the host simulator (`rofmd.hostsim.HostSim`), and
+the daemon over its real socket with the host simulator (`rofmd.host.hostsim.HostSim`), and
 looks at nothing but what a host sees (answers, sections) and what is on disk.
 
 For every turn: ``user_says`` (the inbox: recall runs), then ``assistant_says``, which
@@ -65,9 +65,9 @@ from engine.archive.tokens import MESSAGE_OVERHEAD, estimate_text_tokens
 from engine.config import deep_merge
 from engine.keywords import extract_keywords, keyword_matches
 from engine.store import safe_session_id
-from rofmd.client import RofmdClient, RpcError
-from rofmd.hostsim import HostSim, Node
-from rofmd.private_daemon import private_daemon
+from rofmd.host.client import RofmdClient, RpcError
+from rofmd.host.hostsim import HostSim, Node
+from rofmd.host.private_daemon import private_daemon
 
 WINDOW = 32_000
 HOST_TOKENS = 10_000

@@ -17,7 +17,7 @@ Three layers:
   abort and commit of the replayed token, re-sent commit and abort;
 * the property test: a real daemon SIGKILLed at random points (pre-step in flight or
   answered and lost, before / during / after commit and abort, judge, inbox, any time)
-  while four hosts (``rofmd.hostsim``) play seeded conversations with tool calls,
+  while four hosts (``rofmd.host.hostsim``) play seeded conversations with tool calls,
   images and recall (pass 0); every unanswered request is re-sent, pre-steps often
   with a grown surface or a higher meter, and after every restart each host sends its
   last answered commit or abort again (a bridge's queued report outliving its answer):
@@ -67,9 +67,9 @@ from handlers.pre_step import (
     archive_commit,
     pre_step,
 )
-from rofmd.client import RpcError
-from rofmd.demo import _png, scripted_scorer
-from rofmd.hostsim import HostSim, Node, StepReport
+from rofmd.host.client import RpcError
+from rofmd.host.demo import _png, scripted_scorer
+from rofmd.host.hostsim import HostSim, Node, StepReport
 from tests.archive_fixtures import T0, Surface, pre_step_params
 from tests.e2e.harness import LineSocket, short_tmpdir
 from tests.e2e.test_archive_prestep import FULL_CAPS, params
@@ -189,7 +189,7 @@ def unreported(base: Path) -> list[dict[str, Any]]:
 _ZYGOTE = r"""
 import os, signal, sys, traceback
 import orjson
-import rofmd.cli, rofmd.daemon  # the expensive imports, once
+import rofmd.cli.main, rofmd.server.daemon  # the expensive imports, once
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the daemons
 for line in sys.stdin.buffer:
     req = orjson.loads(line)
@@ -208,7 +208,7 @@ for line in sys.stdin.buffer:
             os.close(null)
             os.environ.clear()
             os.environ.update(req["env"])
-            code = rofmd.cli.main(req["args"])
+            code = rofmd.cli.main.main(req["args"])
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
         except BaseException:

@@ -1,6 +1,6 @@
 """`rofmd backup` of a live store while a client archives, and `rofmd restore` of it.
 
-The client is a host bridge in a box (`rofmd.hostsim.HostSim`, the model's part played
+The client is a host bridge in a box (`rofmd.host.hostsim.HostSim`, the model's part played
 by the demo's scorer) on a real daemon's socket, in a thread: pre-step → archive/commit
 → memory_judge, in a loop, on two sessions. The backup runs meanwhile, and is held after
 it read the indexes until more archives and judge calls have landed: the race it must
@@ -25,10 +25,10 @@ import pytest
 import zstandard
 
 from engine.store import list_session_dirs, open_session_dir, snapshot
-from rofmd.backup_archive import digest
-from rofmd.client import RofmdClient
-from rofmd.demo import scripted_scorer
-from rofmd.hostsim import HostSim
+from rofmd.cli.backup_archive import digest
+from rofmd.host.client import RofmdClient
+from rofmd.host.demo import scripted_scorer
+from rofmd.host.hostsim import HostSim
 from tests.e2e.harness import DaemonProcess, running_daemon
 
 T0 = 1_791_311_000_000
@@ -49,7 +49,7 @@ def rofmd(
 ) -> Callable[..., Ran]:
     """`rofmd …` in this process: what the CLI prints and returns, without starting an
     interpreter per command."""
-    from rofmd.cli import main
+    from rofmd.cli.main import main
 
     for key in [k for k in os.environ if k.startswith("ROFMD_")]:
         monkeypatch.delenv(key)

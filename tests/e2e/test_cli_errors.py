@@ -55,7 +55,7 @@ def _commands() -> list[list[str]]:
     """Every command and `engine` subcommand the full parser knows."""
     import argparse
 
-    from rofmd.cli import build_parser
+    from rofmd.cli.main import build_parser
 
     def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
         for action in parser._actions:
@@ -71,7 +71,7 @@ def _commands() -> list[list[str]]:
 
 
 def test_every_command_exits_2_on_bad_usage(capsys: pytest.CaptureFixture[str]) -> None:
-    from rofmd.cli import main
+    from rofmd.cli.main import main
 
     commands = _commands()
     assert ["status"] in commands and ["engine", "recall"] in commands, commands

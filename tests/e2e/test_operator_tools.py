@@ -21,7 +21,7 @@ import pytest
 
 from engine.store.layout import session_dir_paths
 from engine.store.readonly import read_store
-from rofmd.cli import main
+from rofmd.cli.main import main
 from tests.archive_fixtures import Surface, floored_params
 from tests.e2e.harness import DaemonProcess, LineSocket, running_daemon
 

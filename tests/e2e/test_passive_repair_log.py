@@ -131,7 +131,7 @@ def test_a_terminal_gets_a_progress_bar(tmp_path: Path, monkeypatch: Any) -> Non
     import argparse
     import io
 
-    from rofmd import repair_log_cli
+    from rofmd.cli import repair_log_cli
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

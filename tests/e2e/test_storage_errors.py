@@ -20,8 +20,8 @@ import pytest
 import engine.jsonio as jsonio
 from engine.store import open_session
 from handlers.errors import STORAGE_UNAVAILABLE, storage_failure
-from rofmd.client import RofmdClient, RpcError
-from rofmd.private_daemon import private_daemon
+from rofmd.host.client import RofmdClient, RpcError
+from rofmd.host.private_daemon import private_daemon
 from tests.e2e.harness import DaemonProcess, running_daemon
 from tests.e2e.test_archive_prestep import FULL_CAPS, connect, conversation, params
 

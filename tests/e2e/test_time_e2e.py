@@ -20,7 +20,7 @@ import orjson
 import pytest
 
 from engine import texts
-from rofmd.cli import main
+from rofmd.cli.main import main
 from tests.archive_fixtures import Surface, floored_params
 from tests.e2e.client import Client
 from tests.e2e.harness import DaemonProcess, running_daemon, short_tmpdir

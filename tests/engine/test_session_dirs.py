@@ -490,7 +490,7 @@ def test_daemon_registry_keys_are_the_directory_names() -> None:
 def test_engine_cli_list_names_sessions_by_id(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from rofmd.engine_cli import add_engine_parser
+    from rofmd.cli.engine_cli import add_engine_parser
 
     for name in ("ROFMD_MEMORY_ROOT", "ROFMD_CONFIG_DIR", "STATE_DIRECTORY"):
         monkeypatch.delenv(name, raising=False)

@@ -29,8 +29,8 @@ from engine.relevance.folder_text import synced_index
 from engine.store import SessionStore
 from engine.timeexpr.civil import day_start, resolve_timezone
 from engine.timeexpr.index import TimeIndex
-from rofmd.doctor import check_inert_keys
-from rofmd.settings import DaemonSettings
+from rofmd.cli.doctor import check_inert_keys
+from rofmd.server.settings import DaemonSettings
 from tests.engine.recall_fixtures import new_store, write_folders
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")

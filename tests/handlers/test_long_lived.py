@@ -1,7 +1,7 @@
 """A session's long-lived data is made with the collector paused and frozen after;
 unloading a session thaws everything, so the next full collection frees what of it only
 the collector can free, and the memory release freezes what survives
-(`handlers.long_lived`, `rofmd.memory_release`)."""
+(`handlers.long_lived`, `rofmd.server.memory_release`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from engine.store import open_session
 from handlers.long_lived import long_lived
 from handlers.relevance_snapshots import WRITER
-from rofmd.memory_release import release_memory
+from rofmd.server.memory_release import release_memory
 from tests.engine.recall_fixtures import BASE_MS, write_folders
 from tests.rofmd.eviction_harness import core
 

@@ -27,7 +27,7 @@ from handlers.params import (
 )
 from handlers.pre_step import KNOWN_SURFACE_NODES, PreStepParams
 from handlers.validated_once import ValidatedOnce, json_values
-from rofmd.memory_release import release_memory
+from rofmd.server.memory_release import release_memory
 from tests.archive_fixtures import Surface, pre_step_params
 
 

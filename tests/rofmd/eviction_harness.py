@@ -16,9 +16,9 @@ import orjson
 from handlers.app import App, Paths
 from handlers.config_state import ConfigState
 from handlers.context import ConnectionState
-from rofmd.dispatcher import Dispatcher
-from rofmd.eviction import SessionEviction
-from rofmd.jsonrpc import Call
+from rofmd.server.dispatcher import Dispatcher
+from rofmd.server.eviction import SessionEviction
+from rofmd.server.jsonrpc import Call
 
 CAPS = {"tokenMeter": True, "systemPrompt": True, "tools": True, "attachments": True}
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from rofmd.allocator import allocator_name, reexec_argv
+from rofmd.server.allocator import allocator_name, reexec_argv
 
 GLIBC = bool(os.confstr("CS_GNU_LIBC_VERSION")) if hasattr(os, "confstr") else False
 PY = "/venv/bin/python"

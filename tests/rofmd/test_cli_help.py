@@ -1,12 +1,12 @@
 """`--help` shows each setting's environment variable and default, and never drifts from
-the settings the daemon reads (`rofmd.settings.DaemonSettings`)."""
+the settings the daemon reads (`rofmd.server.settings.DaemonSettings`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from rofmd.cli import SERVE_SETTINGS, build_parser, main
-from rofmd.settings import DaemonSettings
+from rofmd.cli.main import SERVE_SETTINGS, build_parser, main
+from rofmd.server.settings import DaemonSettings
 from rofmd.socket_location import SOCKET_ENV
 
 SERVE_FLAGS = {

@@ -21,7 +21,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from rofmd.settings import DaemonSettings
+from rofmd.server.settings import DaemonSettings
 from rofmd.socket_location import client_socket_path
 from rofmd.wire import ConnectionLost, RpcError, call_once
 from tests.e2e.harness import running_daemon, short_tmpdir
@@ -36,18 +36,18 @@ HEAVY = (
     "pydantic",
     "pydantic_core",
     "pydantic_settings",
-    "rofmd.client",
-    "rofmd.engine_cli",
-    "rofmd.jsonrpc",
-    "rofmd.settings",
-    "rofmd.simulate",
+    "rofmd.host.client",
+    "rofmd.cli.engine_cli",
+    "rofmd.server.jsonrpc",
+    "rofmd.server.settings",
+    "rofmd.host.simulate",
     "structlog",
 )
 """Modules (and their submodules) a status or reload command must not import."""
 
 _PROBE = """
 import sys
-from rofmd.cli import main
+from rofmd.cli.main import main
 code = main(sys.argv[2:])
 with open(sys.argv[1], "w") as fh:
     fh.write("\\n".join(sorted(sys.modules)))
@@ -102,7 +102,7 @@ def test_engine_commands_still_get_their_parser(tmp_path: Path) -> None:
         tmp_path, dict(os.environ), "engine", "list", "--memory-root", str(tmp_path / "mem")
     )
     assert done.returncode == 0, done.stderr
-    assert "rofmd.engine_cli" in modules
+    assert "rofmd.cli.engine_cli" in modules
 
 
 @pytest.mark.parametrize(

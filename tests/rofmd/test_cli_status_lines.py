@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from rofmd import cli
+from rofmd.cli import main as cli
 
 
 def _status(monkeypatch: pytest.MonkeyPatch, result: dict[str, Any]) -> None:

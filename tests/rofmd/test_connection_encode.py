@@ -8,8 +8,8 @@ import anyio
 import orjson
 import pytest
 
-from rofmd.connection import _unencodable
-from rofmd.jsonrpc import encode
+from rofmd.server.connection import _unencodable
+from rofmd.server.jsonrpc import encode
 
 pytestmark = pytest.mark.anyio
 
@@ -39,7 +39,7 @@ def test_unencodable_answers_become_internal_errors(value: Any) -> None:
 
 
 async def test_send_survives_an_unencodable_answer() -> None:
-    from rofmd.connection import Connection
+    from rofmd.server.connection import Connection
 
     sent: list[bytes] = []
 

@@ -18,9 +18,9 @@ from handlers.config_state import ConfigState
 from handlers.context import ConnectionState, RequestContext
 from handlers.params import OptionalSessionParams, SleepParams, parse_params
 from handlers.registry import Method
-from rofmd import dispatcher as dispatcher_mod
-from rofmd.dispatcher import Dispatcher
-from rofmd.jsonrpc import Call
+from rofmd.server import dispatcher as dispatcher_mod
+from rofmd.server.dispatcher import Dispatcher
+from rofmd.server.jsonrpc import Call
 
 pytestmark = pytest.mark.anyio
 

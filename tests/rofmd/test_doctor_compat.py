@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from rofmd.doctor import check_compat
+from rofmd.cli.doctor import check_compat
 
 
 def test_off_and_plain_on_pass() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from rofmd.engine_cli import add_engine_parser
+from rofmd.cli.engine_cli import add_engine_parser
 
 NOW = 1_793_610_000_000
 

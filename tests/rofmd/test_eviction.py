@@ -19,7 +19,7 @@ from handlers.context import RequestContext
 from handlers.params import SessionParams
 from handlers.registry import Method
 from handlers.registry import lookup as real_lookup
-from rofmd import dispatcher as dispatcher_mod
+from rofmd.server import dispatcher as dispatcher_mod
 from tests.archive_fixtures import Surface, floored_params, pre_step_params
 from tests.rofmd.eviction_harness import core
 

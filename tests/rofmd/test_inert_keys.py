@@ -6,9 +6,9 @@ from pathlib import Path
 
 import orjson
 
-from rofmd.doctor import check_inert_keys
-from rofmd.inert_keys import INERT_KEYS, inert_keys_set, user_layers
-from rofmd.settings import DaemonSettings
+from rofmd.cli.doctor import check_inert_keys
+from rofmd.cli.inert_keys import INERT_KEYS, inert_keys_set, user_layers
+from rofmd.server.settings import DaemonSettings
 
 
 def settings(tmp_path: Path) -> DaemonSettings:

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from handlers.params import MAX_ID_CHARS
-from rofmd.jsonrpc import Call, encode, parse_line, result_response
+from rofmd.server.jsonrpc import Call, encode, parse_line, result_response
 
 BIG = "100000000000000000000000"
 

@@ -12,7 +12,7 @@ import orjson
 import pytest
 import structlog
 
-from rofmd.logs import configure_logging, journal_stream
+from rofmd.server.logs import configure_logging, journal_stream
 
 
 def _lines(stream: io.StringIO) -> list[str]:

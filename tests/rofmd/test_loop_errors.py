@@ -8,8 +8,8 @@ import io
 import orjson
 import pytest
 
-from rofmd.daemon import _route_loop_errors
-from rofmd.logs import configure_logging
+from rofmd.server.daemon import _route_loop_errors
+from rofmd.server.logs import configure_logging
 
 
 def test_late_wake_of_cancelled_wait_is_dropped_other_errors_logged(

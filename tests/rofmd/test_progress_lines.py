@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 
-from rofmd.progress import Progress
+from rofmd.cli.progress import Progress
 
 
 class _Tty(io.StringIO):

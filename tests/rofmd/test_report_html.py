@@ -20,10 +20,10 @@ import pytest
 from engine.store import read_jsonl
 from engine.store.layout import session_dir_paths
 from engine.store.readonly import read_store
-from rofmd.cli import main
-from rofmd.report_html import choose_bucket, render_page
-from rofmd.report_svg import PALETTE
-from rofmd.stats_report import build_report, timeline
+from rofmd.cli.main import main
+from rofmd.cli.report_html import choose_bucket, render_page
+from rofmd.cli.report_svg import PALETTE
+from rofmd.cli.stats_report import build_report, timeline
 
 WINDOW = (1240, 1400)
 

@@ -21,7 +21,7 @@ from engine.relevance.folder_text import SNAPSHOT_NAME
 from engine.secrets import rewrite
 from engine.secrets.store_scan import scan_folder
 from engine.store import FolderMeta, SessionStore, make_idempotency_key, open_session
-from rofmd.cli import main
+from rofmd.cli.main import main
 from tests.engine.test_store_crash import FaultyFs, Injected, using
 from tests.secrets_corpus import PLANTED
 

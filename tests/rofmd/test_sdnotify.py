@@ -1,4 +1,4 @@
-"""Tests for rofmd.sdnotify and the shipped unit files, against real sockets and descriptors.
+"""Tests for rofmd.server.sdnotify and the shipped unit files, against real sockets and descriptors.
 
 Notifications go to a real AF_UNIX datagram socket (as systemd's would); socket activation
 is exercised with real listening sockets placed on free descriptor numbers (``start_fd``)
@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 
-from rofmd import sdnotify
-from rofmd.sdnotify import (
+from rofmd.server import sdnotify
+from rofmd.server.sdnotify import (
     LAUNCHD_SOCKET_NAME,
     Notifier,
     inspect_listen_fds,

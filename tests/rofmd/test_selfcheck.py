@@ -15,8 +15,8 @@ from engine.scoring.era_audit import era_totals, pending_verdict, store_eras
 from engine.sessionlog import compress_frames
 from engine.store import FolderMeta, SessionStore, open_session
 from engine.store.readonly import ReadonlyStore, read_store
-from rofmd.cli import main
-from rofmd.selfcheck import (
+from rofmd.cli.main import main
+from rofmd.cli.selfcheck import (
     check_recall_state,
     check_session_logs,
     check_store,

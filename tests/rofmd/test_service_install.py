@@ -10,9 +10,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from rofmd.cli import main
-from rofmd.executable import rofmd_executable
-from rofmd.service_install import (
+from rofmd.cli.executable import rofmd_executable
+from rofmd.cli.main import main
+from rofmd.cli.service_install import (
     NOTIFY_RELOAD_SINCE,
     plan_install,
     render_service,
@@ -131,7 +131,7 @@ def test_system_units_and_launchd(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_the_hint_names_a_command_that_works_here(tmp_path: Path) -> None:
-    from rofmd.executable import rofmd_command
+    from rofmd.cli.executable import rofmd_command
 
     exe = rofmd_executable()
     # from the directory holding the virtualenv: a relative path (what `make run` needs)

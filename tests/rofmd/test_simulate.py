@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from rofmd.simulate import add_simulate_parser, run_simulation
+from rofmd.host.simulate import add_simulate_parser, run_simulation
 
 
 def _run(argv: list[str]) -> int:
