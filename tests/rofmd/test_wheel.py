@@ -1,0 +1,102 @@
+"""The wheel installs one top-level package, `rofmd`, with the engine and handlers
+layers inside it (issue 20; `rofmd/__init__.py`), and an installed rofmd loads its own
+layers even when another distribution's `engine` / `handlers` come first on the path."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(REPO),
+            "--no-deps",
+            "--no-build-isolation",
+            "--quiet",
+            "-w",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (built,) = out.glob("rofmd-*.whl")
+    return built
+
+
+def test_one_top_level_package_holding_both_layers(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/")[0] for n in names}
+    assert tops == {"rofmd", next(t for t in tops if t.endswith(".dist-info"))}
+    for must in (
+        "rofmd/_engine/__init__.py",
+        "rofmd/_engine/config.json",
+        "rofmd/_engine/recall/ranked.py",
+        "rofmd/_handlers/inbox.py",
+        "rofmd/cli/main.py",
+        "rofmd/server/daemon.py",
+        "rofmd/systemd/rofmd.service",
+    ):
+        assert must in names, must
+    assert not any("__pycache__" in n for n in names)
+
+
+def test_an_installed_rofmd_loads_its_own_layers_before_anyone_elses(
+    wheel: Path, tmp_path: Path
+) -> None:
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)  # what pip does with a pure-Python wheel
+    decoys = tmp_path / "other-distributions"
+    for name in ("engine", "handlers"):
+        (decoys / name).mkdir(parents=True)
+        (decoys / name / "__init__.py").write_text(f'raise ImportError("the other {name}")\n')
+    deps = sysconfig.get_paths()["purelib"]  # pydantic & co.; -S skips our editable path
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(decoys), str(site), deps])}
+    probe = (
+        "import rofmd, engine, handlers, engine.config.paths as paths\n"
+        "from engine.config import load_config\n"
+        "import rofmd.cli.main, rofmd.server.daemon\n"
+        "print(engine.__file__); print(handlers.__file__); print(paths.packaged_config_path())\n"
+        "print(load_config(None, {}).config.recall.mode)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == str(site / "rofmd" / "_engine" / "__init__.py")
+    assert lines[1] == str(site / "rofmd" / "_handlers" / "__init__.py")
+    assert lines[2] == str(site / "rofmd" / "_engine" / "config.json")
+    assert lines[3] == "ranked"
+    version = subprocess.run(
+        [sys.executable, "-S", "-m", "rofmd", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert version.returncode == 0 and version.stdout.startswith("rofmd "), version.stderr
