@@ -197,6 +197,12 @@ def test_pause_stops_injection_and_shows_in_status(world: World) -> None:
 
 
 def test_both_survive_a_restart(world: World) -> None:
+    # the suppression and the deletion to restart over: those of the tests above when
+    # they ran on this worker's daemon, else made here (xdist may run this test alone)
+    if "forget-suppress" not in world.gateways:
+        test_a_suppressed_memory_never_comes_back_in_the_session(world)
+    if "forget-delete" not in world.gateways:
+        test_a_deleted_memory_is_gone_from_disk_index_relevance_and_block(world)
     world.stop()
     world.start()
     c = world.c
