@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, tzinfo
+from datetime import tzinfo
 from typing import Any, Final
 
 from engine import texts
@@ -38,7 +38,8 @@ from engine.recall.search_args import distinct_keywords
 from engine.scoring.budget import safe_slice, to_well_formed
 from engine.scoring.readable import flat_text, readable_text
 from engine.secrets.detect import has_secret
-from engine.timeexpr.civil import MAX_MS, add_months, resolve_timezone, valid_ms, window_ms
+from engine.timeexpr.civil import resolve_timezone, window_ms
+from engine.timeexpr.endpoint import Instant, Span, read_endpoint
 from engine.tool_args import integer_arg, shown_arg
 
 __all__ = [
@@ -70,13 +71,10 @@ DEFAULT_LIMIT: Final = 8
 LIMIT_MAX: Final = 20
 OFFSET_MAX: Final = 1000
 ARGUMENTS: Final = ("query", "group", "limit", "offset", "timeFrom", "timeTo", "listGroups")
-_DIGITS = re.compile(r"[0-9]+")
-_YEAR = re.compile(r"([0-9]{4})")
-_MONTH = re.compile(r"([0-9]{4})-([0-9]{1,2})")
-_DAY = re.compile(r"([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})")
-_SECONDS_MIN, _MS_MIN = 10**9, 10**11
 """Numbers in [1e9, 1e11) are epoch seconds (a mistake); epoch ms start at 1e11."""
 _WS = re.compile(r"\s+")
+_DIGITS = re.compile(r"[0-9]+")
+"""A group given by its number alone."""
 
 
 # ---- authorisation (before any IO) ---------------------------------------------------
@@ -236,69 +234,24 @@ def _group(value: Any, warnings: list[str]) -> GroupFilter | None:
 def _endpoint(
     name: str, value: Any, tz: tzinfo, warnings: list[str]
 ) -> tuple[int, int, str] | None:
-    """[start, end) of a time argument and its label: a year, month or day (civil days
-    in ``time.timezone``), or one instant (full ISO with a zone, epoch ms)."""
+    """[start, end) of a time argument and its label (`engine.timeexpr.endpoint`, the
+    rules memory_recall reads its time with, without relative expressions): a year,
+    month or day as civil days in ``time.timezone``, or one instant."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    number: int | None = None
-    if isinstance(value, bool):
-        number = None
-    elif isinstance(value, int):
-        number = value
-    elif isinstance(value, float) and value.is_integer():
-        number = int(value)
-    elif isinstance(value, str):
-        text = value.strip()
-        if _DIGITS.fullmatch(text) and len(text) > 4:
-            number = int(text)
-        else:
-            found = _calendar(text, tz)
-            if found is not None:
-                return found
-    if number is not None:
-        if 1000 <= number <= 9999:
-            return _calendar(str(number), tz)
-        if _SECONDS_MIN <= number < _MS_MIN:
-            warnings.append(texts.TIME_WARN_SECONDS.format(field=name, given=shown_arg(value)))
-            return None
-        if _MS_MIN <= number <= MAX_MS:
-            return number, number + 1, format_datetime(number, tz)
-    warnings.append(texts.GROUP_RECALL_WARN_TIME_INVALID.format(field=name, given=shown_arg(value)))
+    got = read_endpoint(value, tz)
+    if isinstance(got, Span):
+        start, end = window_ms(got.first, got.last, tz)
+        return start, end, value.strip() if isinstance(value, str) else str(int(value))
+    if isinstance(got, Instant):
+        return got.ms, got.ms + 1, format_datetime(got.ms, tz)
+    if got == "seconds":
+        warnings.append(texts.TIME_WARN_SECONDS.format(field=name, given=shown_arg(value)))
+    else:
+        warnings.append(
+            texts.GROUP_RECALL_WARN_TIME_INVALID.format(field=name, given=shown_arg(value))
+        )
     return None
-
-
-def _calendar(text: str, tz: tzinfo) -> tuple[int, int, str] | None:
-    try:
-        if m := _YEAR.fullmatch(text):
-            first, last = date(int(m.group(1)), 1, 1), date(int(m.group(1)), 12, 31)
-        elif m := _MONTH.fullmatch(text):
-            first = date(int(m.group(1)), int(m.group(2)), 1)
-            year, month = add_months(first.year, first.month, 1)
-            last = date(year, month, 1) - timedelta(days=1) if year <= 9999 else date.max
-        elif m := _DAY.fullmatch(text):
-            first = last = date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
-        else:
-            return _instant(text, tz)
-    except ValueError:
-        return None
-    start, end = window_ms(first, last, tz)
-    return start, end, text
-
-
-def _instant(text: str, tz: tzinfo) -> tuple[int, int, str] | None:
-    """A full ISO date-time; without a zone it is read in ``time.timezone``."""
-    if "T" not in text and " " not in text:
-        return None
-    try:
-        dt = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=tz)
-    ms = int(dt.timestamp() * 1000)
-    if not valid_ms(ms):
-        return None
-    return ms, ms + 1, format_datetime(ms, tz)
 
 
 def parse_group_call(arguments: Mapping[str, Any], cfg: MemoryConfig) -> GroupCall:

@@ -30,21 +30,19 @@ first existing instant.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta, tzinfo
 from typing import Any
 
 from engine import texts
 from engine.config.model import MemoryConfig
 from engine.timeexpr.civil import (
-    MAX_MS,
-    add_months,
     day_start,
     local_date,
     resolve_timezone,
     valid_ms,
 )
+from engine.timeexpr.endpoint import Instant, Span, month_span, read_endpoint, year_span
 from engine.timeexpr.expressions import find_expressions
 from engine.tool_args import shown_arg
 
@@ -55,13 +53,6 @@ __all__ = [
 ]
 
 _RANK = {"day": 0, "month": 1, "year": 2}
-_DAY_RE = re.compile(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})")
-_MONTH_RE = re.compile(r"(\d{4})[-/.](\d{1,2})")
-_YEAR_RE = re.compile(r"\d{4}")
-_DIGITS = re.compile(r"\d{5,}")
-_SECONDS_MIN, _MS_MIN = 10**9, 10**11
-"""Numbers in [1e9, 1e11) are epoch seconds of 2001-5138 (or ms of 1970-1973): taken as
-a mistake. Epoch ms from 1e11 (1973) on are instants."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,118 +94,53 @@ class TimeQuery:
         return bool(self.levels)
 
 
-@dataclass(frozen=True, slots=True)
-class _Unit:
-    first: date
-    last: date
-    granularity: str
-
-
 def _present(value: Any) -> bool:
     if value is None:
         return False
     return not (isinstance(value, str) and not value.strip())
 
 
-def _month_unit(year: int, month: int) -> _Unit | None:
-    if not (1 <= year <= 9999 and 1 <= month <= 12):
-        return None
-    ny, nm = add_months(year, month, 1)
-    last = date(ny, nm, 1) - timedelta(days=1) if ny <= 9999 else date(9999, 12, 31)
-    return _Unit(date(year, month, 1), last, "month")
-
-
-def _year_unit(year: int) -> _Unit | None:
-    if not 1 <= year <= 9999:
-        return None
-    return _Unit(date(year, 1, 1), date(year, 12, 31), "year")
-
-
-def _day_unit(year: int, month: int, day: int) -> _Unit | None:
-    try:
-        d = date(year, month, day)
-    except ValueError:
-        return None
-    return _Unit(d, d, "day")
-
-
-def _instant_unit(ms: int, cfg: MemoryConfig) -> _Unit:
-    d = local_date(ms, resolve_timezone(cfg.time.timezone))
-    return _Unit(d, d, "day")
-
-
-def _parse_text(text: str, now_ms: int, cfg: MemoryConfig) -> _Unit | None:
-    if _YEAR_RE.fullmatch(text):
-        return _year_unit(int(text))
-    if m := _DAY_RE.fullmatch(text):
-        return _day_unit(int(m.group(1)), int(m.group(2)), int(m.group(3)))
-    if m := _MONTH_RE.fullmatch(text):
-        return _month_unit(int(m.group(1)), int(m.group(2)))
-    if _DIGITS.fullmatch(text):
-        return None  # digits: the caller's number rules
-    if "T" in text or " " in text or ":" in text:
-        try:
-            dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            dt = None
-        if dt is not None:
-            if dt.tzinfo is None:
-                return _Unit(dt.date(), dt.date(), "day")
-            ms = int(dt.timestamp() * 1000)
-            return _instant_unit(ms, cfg) if valid_ms(ms) else None
-    tz = resolve_timezone(cfg.time.timezone)
+def _relative(text: str, now_ms: int, cfg: MemoryConfig, tz: tzinfo) -> Span | None:
+    """A whole-text relative expression ("上周", "last month"), anchored on today."""
     found = find_expressions(text, local_date(now_ms, tz), week_start=cfg.time_tag.week_start)
     if len(found) == 1 and found[0].start == 0 and found[0].end == len(text):
         span = found[0].span
         granularity = span.granularity if span.granularity in _RANK else "day"
-        return _Unit(span.first, span.last, granularity)
+        return Span(span.first, span.last, granularity)
     return None
 
 
 def _parse(
     name: str, value: Any, now_ms: int, cfg: MemoryConfig, warnings: list[str]
-) -> _Unit | None:
-    """One endpoint as civil days, or None with a warning."""
-    number: int | None = None
-    if isinstance(value, bool):
-        number = None
-    elif isinstance(value, int):
-        number = value
-    elif isinstance(value, float) and value.is_integer():
-        number = int(value)
-    elif isinstance(value, str):
-        text = value.strip()
-        if _DIGITS.fullmatch(text):
-            number = int(text)
-        else:
-            unit = _parse_text(text, now_ms, cfg)
-            if unit is not None:
-                return unit
-    if number is not None:
-        if 1000 <= number <= 9999:
-            return _year_unit(number)
-        if _SECONDS_MIN <= number < _MS_MIN:
-            warnings.append(texts.TIME_WARN_SECONDS.format(field=name, given=shown_arg(value)))
-            return None
-        if _MS_MIN <= number <= MAX_MS:
-            return _instant_unit(number, cfg)
-    warnings.append(texts.TIME_WARN_INVALID.format(field=name, given=shown_arg(value)))
+) -> Span | None:
+    """One endpoint as civil days (`engine.timeexpr.endpoint`), or None with a warning."""
+    tz = resolve_timezone(cfg.time.timezone)
+    got = read_endpoint(value, tz, lambda text: _relative(text, now_ms, cfg, tz))
+    if isinstance(got, Span):
+        return Span(got.first, got.last, got.granularity)
+    if isinstance(got, Instant):
+        d = local_date(got.ms, tz)
+        return Span(d, d, "day")
+    if got == "seconds":
+        warnings.append(texts.TIME_WARN_SECONDS.format(field=name, given=shown_arg(value)))
+    else:
+        warnings.append(texts.TIME_WARN_INVALID.format(field=name, given=shown_arg(value)))
     return None
 
 
-def _coarsen(unit: _Unit, granularity: str | None) -> _Unit:
+def _coarsen(unit: Span, granularity: str | None) -> Span:
     """`unit` widened to `granularity` when that is coarser than what was written."""
     if granularity is None or _RANK[granularity] <= _RANK.get(unit.granularity, 0):
         return unit
     if granularity == "month":
-        widened = _month_unit(unit.first.year, unit.first.month)
-        last = _month_unit(unit.last.year, unit.last.month)
+        widened = month_span(unit.first.year, unit.first.month)
+        last = month_span(unit.last.year, unit.last.month)
     else:
-        widened = _year_unit(unit.first.year)
-        last = _year_unit(unit.last.year)
+        widened = year_span(unit.first.year)
+        last = year_span(unit.last.year)
     if widened is None or last is None:
         return unit
-    return _Unit(widened.first, last.last, granularity)
+    return Span(widened.first, last.last, granularity)
 
 
 class _Window:
@@ -276,7 +202,7 @@ def _centred(center: date, days: int) -> tuple[date, date]:
     return first, _shift(first, days - 1)
 
 
-def _ladder(unit: _Unit, win: _Window, cfg: MemoryConfig) -> list[Level]:
+def _ladder(unit: Span, win: _Window, cfg: MemoryConfig) -> list[Level]:
     first, last = win.clamp(unit.first, unit.last, keep_min=False)
     first, last = win.cap(first, last)
     levels = [win.level(unit.granularity, first, last)]
@@ -294,14 +220,14 @@ def _ladder(unit: _Unit, win: _Window, cfg: MemoryConfig) -> list[Level]:
         elif name == "month":
             if _RANK.get(unit.granularity, 0) >= _RANK["month"]:
                 continue
-            m = _month_unit(center.year, center.month)
+            m = month_span(center.year, center.month)
             if m is None:
                 continue
             a, b = win.clamp(m.first, m.last, keep_min=False, warn=False)
         else:
             if unit.granularity == "year":
                 continue
-            y = _year_unit(center.year)
+            y = year_span(center.year)
             if y is None:
                 continue
             a, b = win.clamp(y.first, y.last, keep_min=False, warn=False)
@@ -311,7 +237,7 @@ def _ladder(unit: _Unit, win: _Window, cfg: MemoryConfig) -> list[Level]:
     return levels
 
 
-def _explicit(lo: _Unit, hi: _Unit, win: _Window) -> Level:
+def _explicit(lo: Span, hi: Span, win: _Window) -> Level:
     first, last = lo.first, hi.last
     if first > last:
         win.warnings.append(texts.TIME_WARN_SWAPPED)
