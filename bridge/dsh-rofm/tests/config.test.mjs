@@ -11,7 +11,7 @@ import { ROFMD_BIN, tempBase, removeBase } from './support/daemon.mjs'
 
 function daemonDefault(env) {
   const python = path.join(path.dirname(ROFMD_BIN), 'python')
-  return execFileSync(python, ['-c', 'from rofmd.settings import DaemonSettings; print(DaemonSettings().socket_path)'], {
+  return execFileSync(python, ['-c', 'from rofmd.server.settings import DaemonSettings; print(DaemonSettings().socket_path)'], {
     env: { PATH: process.env.PATH, HOME: os.homedir(), ...env },
     encoding: 'utf8',
   }).trim()
