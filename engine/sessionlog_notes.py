@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from engine.content import message_text
 from engine.passive.events import message_of
 from engine.texts import ARCHIVE_NOTE_PATTERN, ARCHIVE_PINNED_APPENDIX
 
@@ -57,17 +58,6 @@ class SurfaceNotes:
     """(seq, marker) of notes whose appendix carries re-injected host text."""
 
 
-def _text(message: Mapping[str, Any]) -> str:
-    content = message.get("content")
-    if not isinstance(content, list):
-        return ""
-    return "\n".join(
-        b["text"]
-        for b in content
-        if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str)
-    )
-
-
 def _checkpoint_text(event: Mapping[str, Any]) -> str | None:
     if event.get("type") != "user/message":
         return None
@@ -77,7 +67,7 @@ def _checkpoint_text(event: Mapping[str, Any]) -> str | None:
     source = message.get("source")
     if not isinstance(source, Mapping) or source.get("kind") != CHECKPOINT_KIND:
         return None
-    return _text(message)
+    return message_text(message)
 
 
 def _int(value: Any) -> int | None:

@@ -31,6 +31,7 @@ import anyio
 import structlog
 
 from engine.config import MemoryConfig
+from engine.content import message_text
 from engine.recall import RecallState, RoundOutcome, analyze_query, run_round
 from engine.recall.assistant_said import message_query_info
 from engine.secrets.redact import query_text
@@ -78,21 +79,6 @@ def source_kind(message: Mapping[str, Any]) -> str | None:
             return f"plugin:{source['plugin']}"
         return kind if isinstance(kind, str) else None
     return "user" if message.get("role") == "user" else None
-
-
-def message_text(message: Mapping[str, Any]) -> str:
-    """The text blocks of a v4 message, joined by newlines."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    parts: list[str] = []
-    if isinstance(content, list):
-        for block in content:
-            if isinstance(block, Mapping) and block.get("type") == "text":
-                text = block.get("text")
-                if isinstance(text, str):
-                    parts.append(text)
-    return "\n".join(parts)
 
 
 def is_user_message(message: Mapping[str, Any], cfg: MemoryConfig) -> bool:

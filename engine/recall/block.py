@@ -30,6 +30,7 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import Any
 
+from engine.content import message_text as content_text
 from engine.recall.dates import (
     annotate_relative_time,
     format_datetime,
@@ -152,23 +153,8 @@ def tags_line(tags: Mapping[str, Any]) -> str:
 
 
 def message_text(message: Mapping[str, Any]) -> str:
-    """The text of an archived message: a string `content`, or its text blocks joined."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts: list[str] = []
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, Mapping):
-                if isinstance(block.get("text"), str):
-                    parts.append(block["text"])
-                elif isinstance(block.get("placeholder"), str):
-                    parts.append(block["placeholder"])
-        return "\n".join(parts)
-    text = message.get("text")
-    return text if isinstance(text, str) else ""
+    """The text of an archived message (`engine.content.message_text`, archived form)."""
+    return content_text(message, archived=True)
 
 
 def expand_images(text: str, image_path: Callable[[str], Path | None]) -> str:
