@@ -131,6 +131,8 @@ class CompatMonitor:
         found = detect(profile)
         if found.error is not None and mode == "auto":
             log.warning("compat detection failed", profile=found.profile, error=found.error)
+        elif not found.present and mode == "auto":
+            log.debug("no DSH profile: no QQ plugin to detect", profile=found.profile)
         active = mode == "on" or found.onebot or found.derpyu
         status = CompatStatus(
             mode=mode,

@@ -38,12 +38,15 @@ _PROBED = (
 
 @dataclass(frozen=True)
 class Detection:
-    """What the profile shows. ``error`` is a readable reason when it could not be read."""
+    """What the profile shows. ``present``: the directory exists (most machines have
+    no DSH profile: that is no failure). ``error``: why an existing one could not be
+    read."""
 
     profile: str | None
     onebot: bool = False
     derpyu: bool = False
     error: str | None = None
+    present: bool = True
 
     def plugins(self) -> tuple[str, ...]:
         """The log names of the plugins found (``dsh-onebot-qq``, ``derpyu-qq-bridge``)."""
@@ -97,7 +100,7 @@ def detect(profile: Path) -> Detection:
     """Look for dsh-onebot-qq and Derpyu's qq-bridge in ``profile``."""
     where = str(profile)
     if not profile.is_dir():
-        return Detection(where, error=f"profile directory {where} not found")
+        return Detection(where, present=False)
     names: set[str] = set()
     error: str | None = None
     manifest = profile / "package.json"
