@@ -19,6 +19,7 @@ from handlers.context import RequestContext
 from handlers.params import SessionParams
 from handlers.registry import Method
 from handlers.registry import lookup as real_lookup
+from handlers.relevance_snapshots import WRITER
 from rofmd.server import dispatcher as dispatcher_mod
 from tests.archive_fixtures import Surface, floored_params, pre_step_params
 from tests.rofmd.eviction_harness import core
@@ -383,5 +384,7 @@ async def test_an_unloaded_session_leaves_nothing_of_it_alive(tmp_path: Path, ho
             c.notify("agent/disposed", {"session": {"id": sid}})
             with anyio.fail_after(5):
                 await c.dispatcher.wait_idle()
+        # the unload's snapshot writes hold the indexes until they are written, then let go
+        assert await anyio.to_thread.run_sync(WRITER.flush, 10.0)
         gc.collect()
         assert [r() is None for r in refs] == [True] * len(refs)
