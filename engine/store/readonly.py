@@ -36,9 +36,10 @@ from engine.store.errors import CorruptFolderError, FolderNotFoundError
 from engine.store.folders import read_context, read_meta
 from engine.store.ids import is_folder_id, is_safe_name
 from engine.store.index_entry import IndexEntry
-from engine.store.indexfile import IndexStatus, read_index, read_index_log, replay_index_log
+from engine.store.indexfile import IndexStatus, read_index
 from engine.store.layout import JOURNAL_PREFIX, STAGING_PREFIX, SessionPaths
-from engine.store.records import FolderMeta, ImageIndexEntry, index_row_from_meta
+from engine.store.log_replay import replay_log_over
+from engine.store.records import FolderMeta, ImageIndexEntry
 
 __all__ = [
     "BadRow",
@@ -193,38 +194,14 @@ def _load_index(store: ReadonlyStore) -> None:
 
 
 def _replay_log(store: ReadonlyStore) -> None:
-    """Recovery's replay (:meth:`engine.store.recovery._Recovery.replay_log`), in memory."""
-    log = read_index_log(store.paths)
-    store.log_records = len(log.records)
-    store.log_skipped = log.skipped
-    named = {item.folder_id for record in log.records for item in record}
-    rows = {fid: store.entries[fid].row() for fid in named if fid in store.entries}
-    replay = replay_index_log(rows, log)
-    for fid in sorted(replay.conflicts):
-        store.log_conflicts[fid] = store.entries[fid]
-    recheck = replay.conflicts | replay.before_last.keys()
-    for fid, row in replay.original.items():
-        if fid in recheck or row is rows[fid]:
-            continue
-        try:
-            store.entries[fid] = IndexEntry.model_validate(rows[fid])
-        except ValidationError:
-            recheck.add(fid)
-    for fid in sorted(recheck):
-        logged = rows[fid]
-        base = replay.before_last.get(fid, logged)
-        try:
-            row = index_row_from_meta(read_meta(store.paths, fid), base)
-        except CorruptFolderError as exc:
-            store.log_unreadable.append((fid, exc.reason))
-            row = logged
-        try:
-            entry = IndexEntry.model_validate(row)
-        except ValidationError:
-            row, entry = replay.original[fid], IndexEntry.model_validate(replay.original[fid])
-        store.entries[fid] = entry
-        if row != logged:
-            store.log_reread.append(fid)
+    """Recovery's replay (`engine.store.log_replay`), in memory."""
+    replay = replay_log_over(
+        store.paths, store.entries, lambda fid, reason: store.log_unreadable.append((fid, reason))
+    )
+    store.log_records = len(replay.log.records)
+    store.log_skipped = replay.log.skipped
+    store.log_conflicts.update(replay.conflicts)
+    store.log_reread.extend(replay.reread)
 
 
 def read_store(paths: SessionPaths, session_id: str) -> ReadonlyStore:

@@ -52,12 +52,11 @@ from engine.store.index_snapshot import read_index_entries
 from engine.store.indexfile import (
     IndexStatus,
     file_size,
-    read_index_log,
     remove_index_log,
-    replay_index_log,
     write_index,
 )
 from engine.store.layout import JOURNAL_PREFIX, STAGING_PREFIX, SessionPaths
+from engine.store.log_replay import replay_log_over
 from engine.store.records import FolderMeta, JournalRecord, index_row_from_meta
 
 __all__ = ["CorruptFolder", "JournalOutcome", "LoadReport", "RecoveredState", "recover"]
@@ -213,48 +212,13 @@ class _Recovery:
         return extra
 
     def replay_log(self) -> None:
-        log = read_index_log(self.paths)
-        self.log_bytes = log.size
-        self.report.log_records = len(log.records)
-        self.report.log_skipped = log.skipped
-        # the rows the log names, as index.json has them (the log touches only those)
-        named = {item.folder_id for record in log.records for item in record}
-        rows = {fid: self.entries[fid].row() for fid in named if fid in self.entries}
-        replay = replay_index_log(rows, log)
-        recheck = replay.conflicts | replay.before_last.keys()
-        for fid, row in replay.original.items():
-            if fid in recheck or row is rows[fid]:
-                continue
-            try:
-                self.entries[fid] = IndexEntry.model_validate(rows[fid])
-            except ValidationError:
-                recheck.add(fid)
-                replay.conflicts.add(fid)
-        if replay.conflicts:
+        replay = replay_log_over(self.paths, self.entries, self._unreadable)
+        self.log_bytes = replay.log.size
+        self.report.log_records = len(replay.log.records)
+        self.report.log_skipped = replay.log.skipped
+        self.report.reindexed.extend(replay.reread)
+        if replay.conflicts or replay.invalid or replay.reread:
             self.index_changed = True  # fold the log in now: it disagrees with index.json
-        for fid in sorted(recheck):
-            base = replay.before_last.get(fid, rows[fid])
-            self._recheck(fid, rows[fid], base, replay.original[fid])
-
-    def _recheck(
-        self, fid: str, logged: dict[str, Any], base: dict[str, Any], original: dict[str, Any]
-    ) -> None:
-        """Make a logged row its meta's: ``logged`` is the row the log left, ``base`` the
-        row the meta was written over, ``original`` the row of ``index.json`` (kept if
-        nothing better validates)."""
-        try:
-            row = index_row_from_meta(read_meta(self.paths, fid), base)
-        except CorruptFolderError as exc:
-            self._unreadable(fid, exc.reason)
-            row = logged  # the log's word stands while the meta cannot be read
-        try:
-            entry = IndexEntry.model_validate(row)
-        except ValidationError:
-            row, entry = original, IndexEntry.model_validate(original)
-        self.entries[fid] = entry
-        if row != logged:
-            self.report.reindexed.append(fid)
-            self.index_changed = True
 
     def apply_reindex_marker(self) -> None:
         marker = self.paths.reindex_marker
