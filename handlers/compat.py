@@ -169,11 +169,8 @@ class CompatMonitor:
         if status == before:
             return
         if status.active and not before.active:
-            for name in ("dsh-onebot-qq", "derpyu-qq-bridge"):
-                if (name == "dsh-onebot-qq" and status.onebot) or (
-                    name == "derpyu-qq-bridge" and status.derpyu
-                ):
-                    log.info(f"dsh-rofm: compat enabled ({name})", mode=status.mode)
+            for name in status.plugins():
+                log.info(f"dsh-rofm: compat enabled ({name})", mode=status.mode)
         elif before.active and not status.active:
             log.info("dsh-rofm: compat disabled", mode=status.mode)
         if status.active and status.derpyu and not status.derpyu_patched:

@@ -48,15 +48,6 @@ class Detection:
     error: str | None = None
     present: bool = True
 
-    def plugins(self) -> tuple[str, ...]:
-        """The log names of the plugins found (``dsh-onebot-qq``, ``derpyu-qq-bridge``)."""
-        found = []
-        if self.onebot:
-            found.append("dsh-onebot-qq")
-        if self.derpyu:
-            found.append("derpyu-qq-bridge")
-        return tuple(found)
-
 
 def profile_dir(environ: Mapping[str, str], home: Path, explicit: Path | None = None) -> Path:
     """The DSH profile to look at: the daemon's setting, else ``DSH_PROFILE_DIR``, else

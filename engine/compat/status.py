@@ -43,16 +43,17 @@ class CompatStatus:
             return False
         return channel_score == "heuristic" or (is_derpyu_key(key) and not self.derpyu_patched)
 
+    def plugins(self) -> list[str]:
+        """The log names of the plugins compat acts for."""
+        found = [("dsh-onebot-qq", self.onebot), ("derpyu-qq-bridge", self.derpyu)]
+        return [name for name, on in found if on]
+
     def to_json(self) -> dict[str, object]:
         """The ``compat`` part of ``status``."""
         return {
             "mode": self.mode,
             "active": self.active,
-            "plugins": [
-                name
-                for name, on in (("dsh-onebot-qq", self.onebot), ("derpyu-qq-bridge", self.derpyu))
-                if on
-            ],
+            "plugins": self.plugins(),
             "derpyuPatched": self.derpyu_patched,
             "patch": self.patch_action,
             "profile": self.profile,

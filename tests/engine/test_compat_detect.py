@@ -52,7 +52,8 @@ def test_broken_profile_detects_nothing_and_says_why(tmp_path: Path) -> None:
     found = detect(_profile(tmp_path, "{not json"))
     assert not found.onebot and not found.derpyu and found.error and "package.json" in found.error
     missing = detect(tmp_path / "nowhere")  # no DSH profile at all: nothing found, no error
-    assert not missing.present and missing.error is None and not missing.plugins()
+    assert not missing.onebot and not missing.derpyu
+    assert not missing.present and missing.error is None
     listed = detect(_profile(tmp_path, "[1]"))
     assert listed.error and "not a JSON object" in listed.error
 
