@@ -9,7 +9,9 @@ one, reading only the folders that changed since). It covers the scored folders,
 recall does; pending folders are found once they are scored. Unlike `memory_recall` and
 `rofmd engine recall`, no recall state is read or written, no `recall.minAlpha`,
 suppression or block exclusion applies (a suppressed memory is marked), and nothing is
-appended: the memory root may be read-only.
+appended: the memory root may be read-only. The query is searched as recall searches a
+message: its Chinese question words (什么时候, 哪里, 谁 …) are left out, since the memory
+that answers holds the answer where the question has them.
 
 Each hit prints its title, id, archive date (and event date, when it has one), α, β, the
 score, and the line of its text that matches the query best, cut around the first match.
@@ -24,6 +26,7 @@ from typing import Any
 from engine.config import MemoryConfig
 from engine.jsonio import CorruptJSONError, read_json
 from engine.recall.hygiene import HYGIENE_FILE, Hygiene
+from engine.recall.query import search_text
 from engine.relevance.analyzer import search_terms
 from engine.relevance.folder_text import SNAPSHOT_NAME, text_version
 from engine.relevance.index import RelevanceIndex
@@ -110,7 +113,7 @@ def search_store(store: ReadonlyStore, cfg: MemoryConfig, query: str, limit: int
     index = relevance_of(store, cfg)
     rc = cfg.recall.ranked
     ranked = index.rank(
-        index.query_terms(query),
+        index.query_terms(search_text(query)),
         limit=limit,
         alpha_prior=rc.alpha_prior,
         min_alpha=0.0,
