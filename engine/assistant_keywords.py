@@ -45,6 +45,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from engine.content import REPLY, text_parts, unwrapped
 from engine.keywords import match_key
 from engine.relevance.analyzer import search_terms
 from engine.scoring.readable import PROTOCOL_PREFIXES
@@ -226,19 +227,6 @@ def _dropped(phrase: str) -> bool:
     )
 
 
-def _text_parts(content: Any) -> list[str]:
-    if isinstance(content, str):
-        return [content]
-    out: list[str] = []
-    if isinstance(content, Sequence):
-        for block in content:
-            if isinstance(block, Mapping) and block.get("type", "text") == "text":
-                text = block.get("text")
-                if isinstance(text, str):
-                    out.append(text)
-    return out
-
-
 def _looks_json(text: str) -> bool:
     s = text.strip()
     return (s.startswith("{") and s.endswith("}")) or (s.startswith("[") and s.endswith("]"))
@@ -247,7 +235,7 @@ def _looks_json(text: str) -> bool:
 def _reply_text(message: Mapping[str, Any]) -> str:
     """The natural-language text of an assistant message ('' when it has none)."""
     lines: list[str] = []
-    for part in _text_parts(message.get("content")):
+    for part in text_parts(message.get("content"), REPLY):
         if _looks_json(part):
             continue
         for line in part.split("\n"):
@@ -263,9 +251,7 @@ def _turn_replies(messages: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     for raw in messages:
         if not isinstance(raw, Mapping):
             continue
-        msg = (
-            raw["message"] if "role" not in raw and isinstance(raw.get("message"), Mapping) else raw
-        )
+        msg = unwrapped(raw)
         role = msg.get("role")
         if role == "user":
             if turns[-1]:

@@ -88,22 +88,24 @@ class SummaryShape(TypedDict, total=False):
 
 
 @with_config(ConfigDict(extra="allow"))
-class SummaryEventShape(TypedDict, total=False):
-    """The event: `{type, seq, time, data}`."""
+class _EventShape(TypedDict, total=False):
+    """A session-log event's envelope, `{type, seq, time, data}`: one shape for the
+    summary event and the events it shadows, which differ only in their `data`."""
 
     type: NameStr | None
     seq: SafeInt | None
     time: Millis | None
+
+
+class SummaryEventShape(_EventShape, total=False):
+    """The `compaction/summary` event."""
+
     data: SummaryShape | None
 
 
-@with_config(ConfigDict(extra="allow"))
-class ShadowedEventShape(TypedDict, total=False):
+class ShadowedEventShape(_EventShape, total=False):
     """A shadowed event: `data` is the message (`user/message`) or holds it."""
 
-    type: NameStr | None
-    seq: SafeInt | None
-    time: Millis | None
     data: MessageShape | None
 
 

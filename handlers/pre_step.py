@@ -60,6 +60,7 @@ from engine.archive.image_check import image_kind
 from engine.archive.telemetry import rearchive_record
 from engine.compat.media import StagedMessage, staged_messages
 from engine.config.model import MemoryConfig
+from engine.content import image_blocks
 from engine.recall_view import RecallBlockView
 from engine.scoring.readable import ReadableText, readable_text
 from engine.store import FolderNotFoundError, Transaction
@@ -358,14 +359,10 @@ def _readable_images(surface: list[dict[str, Any]]) -> dict[str, str]:
     for node in surface:
         msg = node.get("message")
         content = msg.get("content") if isinstance(msg, Mapping) else None
-        if not isinstance(content, list):
-            continue
-        for block in content:
-            if isinstance(block, Mapping) and block.get("type") == "image":
-                att = block.get("attachment")
-                path = att.get("hostPath") if isinstance(att, Mapping) else None
-                if isinstance(path, str) and os.path.isabs(path):
-                    paths.add(path)
+        for image in image_blocks(content):
+            path = image.host_path
+            if path is not None and os.path.isabs(path):
+                paths.add(path)
     kinds = {p: image_kind(Path(p)) for p in paths}
     return {p: kind for p, kind in kinds.items() if kind is not None}
 

@@ -15,6 +15,7 @@ __all__ = ["split_sentences"]
 _CJK_TERMS = frozenset("。！？；…")
 _LATIN_TERMS = frozenset("!?.;")
 _CLOSERS = frozenset("”’」』）)】》\"'")
+_NEWLINE = frozenset("\n")
 
 
 def split_sentences(text: str) -> list[str]:
@@ -27,23 +28,11 @@ def split_sentences(text: str) -> list[str]:
         ch = text[i]
         cut = -1
         if ch in _CJK_TERMS:
-            j = i + 1
-            while j < n and text[j] in _CJK_TERMS:
-                j += 1
-            while j < n and text[j] in _CLOSERS:
-                j += 1
-            cut = j
+            cut = _past(text, _past(text, i + 1, _CJK_TERMS), _CLOSERS)
         elif ch == "\n":
-            j = i + 1
-            while j < n and text[j] == "\n":
-                j += 1
-            cut = j
+            cut = _past(text, i + 1, _NEWLINE)
         elif ch in _LATIN_TERMS:
-            j = i + 1
-            while j < n and text[j] in _LATIN_TERMS:
-                j += 1
-            while j < n and text[j] in _CLOSERS:
-                j += 1
+            j = _past(text, _past(text, i + 1, _LATIN_TERMS), _CLOSERS)
             if j == n or text[j].isspace():
                 while j < n and text[j].isspace():
                     j += 1
@@ -59,3 +48,11 @@ def split_sentences(text: str) -> list[str]:
     if start < n:
         out.append(text[start:])
     return out
+
+
+def _past(text: str, j: int, chars: frozenset[str]) -> int:
+    """The index after the run of ``chars`` that starts at ``j`` (``j`` when there is none)."""
+    n = len(text)
+    while j < n and text[j] in chars:
+        j += 1
+    return j

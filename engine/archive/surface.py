@@ -7,19 +7,17 @@ silently when the host re-injects it, copied into the note appendix when it is a
 one-shot notice or of an unknown kind), or a node that renders to nothing (reference
 §1.1, §1.8). It also renders messages to the readable text stored in ``context.json``
 (images and files become placeholders, tool calls a ``[tool-call …]`` line, reasoning
-is not archived).
+is not archived): the walk is `engine.content`'s, under its ``SURFACE`` view.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
-import orjson
-
 from engine import texts
+from engine.content import SURFACE, ImageBlock, attachment_name, content_parts
 from engine.scoring.budget import to_well_formed
 
 __all__ = [
@@ -56,19 +54,6 @@ def well_formed(text: str) -> str:
     implementation with the task block's (``engine.scoring.budget.to_well_formed``).
     """
     return to_well_formed(text)
-
-
-@dataclass(frozen=True, slots=True)
-class ImageBlock:
-    """An image block of an archived message, in block order within the message."""
-
-    index: int
-    attachment: Mapping[str, Any]
-
-    @property
-    def host_path(self) -> str | None:
-        value = self.attachment.get("hostPath")
-        return value if isinstance(value, str) and value else None
 
 
 class Node(NamedTuple):
@@ -113,17 +98,9 @@ class Node(NamedTuple):
                 out.append(value)
             else:
                 img: ImageBlock = value
-                name = (image_name or {}).get(img.index) or _attachment_name(img.attachment)
+                name = (image_name or {}).get(img.index) or attachment_name(img.attachment)
                 out.append(texts.ARCHIVE_IMAGE_PLACEHOLDER.format(name=name))
         return "\n".join(out)
-
-
-def _attachment_name(att: Mapping[str, Any]) -> str:
-    for key in ("name", "attachmentId"):
-        value = att.get(key)
-        if isinstance(value, str) and value:
-            return well_formed(value)
-    return "image"
 
 
 def _message_of(node: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -144,45 +121,9 @@ def _int_or_none(value: Any) -> int | None:
 
 
 def _render_blocks(content: Any) -> tuple[list[tuple[str, Any]], list[str]]:
-    parts: list[tuple[str, Any]] = []
     call_ids: list[str] = []
-    if isinstance(content, str):
-        return ([("text", well_formed(content))] if content else []), call_ids
-    if not isinstance(content, list):
-        return parts, call_ids
-    image_index = 0
-    for block in content:
-        if not isinstance(block, Mapping):
-            continue
-        btype = block.get("type")
-        if btype == "text":
-            text = block.get("text")
-            if isinstance(text, str) and text:
-                parts.append(("text", well_formed(text)))
-        elif btype == "image":
-            att = block.get("attachment")
-            parts.append(
-                ("image", ImageBlock(image_index, att if isinstance(att, Mapping) else {}))
-            )
-            image_index += 1
-        elif btype == "file":
-            att = block.get("attachment")
-            name = _attachment_name(att) if isinstance(att, Mapping) else "file"
-            parts.append(("text", texts.ARCHIVE_FILE_PLACEHOLDER.format(name=name)))
-        elif btype == "tool-call":
-            call_id = block.get("id")
-            if isinstance(call_id, str):
-                call_ids.append(call_id)
-            args = block.get("arguments", "")
-            if not isinstance(args, str):
-                args = orjson.dumps(args).decode()
-            raw_name = block.get("name")
-            name = raw_name if isinstance(raw_name, str) else "?"
-            parts.append(
-                ("text", well_formed(texts.ARCHIVE_TOOL_CALL.format(name=name, arguments=args)))
-            )
-        # reasoning, tool-addition, tool-removal: not conversation text
-    return parts, call_ids
+    parts = content_parts(content, SURFACE, call_ids=call_ids)
+    return [("text", p) if isinstance(p, str) else ("image", p) for p in parts], call_ids
 
 
 def _classify(

@@ -30,6 +30,7 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import Any
 
+from engine.content import ARCHIVED
 from engine.content import message_text as content_text
 from engine.recall.dates import (
     annotate_relative_time,
@@ -154,7 +155,7 @@ def tags_line(tags: Mapping[str, Any]) -> str:
 
 def message_text(message: Mapping[str, Any]) -> str:
     """The text of an archived message (`engine.content.message_text`, archived form)."""
-    return content_text(message, archived=True)
+    return content_text(message, ARCHIVED)
 
 
 def expand_images(text: str, image_path: Callable[[str], Path | None]) -> str:

@@ -16,10 +16,11 @@ optionally wrapped as ``{"message": {...}}``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from engine.content import CONVERSATION, EVERY_TEXT, text_parts, unwrapped
 from engine.heuristic import has_cue
 from engine.scoring.budget import to_well_formed
 
@@ -58,38 +59,11 @@ class ReadableText:
         return self.kind != "tool"
 
 
-def _message(raw: Mapping[str, Any]) -> Mapping[str, Any]:
-    if "role" not in raw and isinstance(raw.get("message"), Mapping):
-        inner: Mapping[str, Any] = raw["message"]
-        return inner
-    return raw
-
-
-def _texts(content: Any, *, everything: bool = False) -> Iterator[str]:
-    """The text parts of a content value: a string, or its text blocks; with
-    `everything`, every text-ish part too (tool output, tool calls), for the
-    no-conversation fallback."""
-    if isinstance(content, str):
-        yield content
-        return
-    if not isinstance(content, Sequence):
-        return
-    for block in content:
-        if isinstance(block, str):
-            yield block
-        elif not isinstance(block, Mapping):
-            continue
-        elif everything:
-            for key in ("text", "output", "result"):
-                value = block.get(key)
-                if isinstance(value, str):
-                    yield value
-            if block.get("type") == "tool-call":
-                yield f"[tool-call {block.get('name', '')}]"
-        elif block.get("type", "text") == "text":
-            text = block.get("text")
-            if isinstance(text, str):
-                yield text
+def _texts(content: Any, *, everything: bool = False) -> list[str]:
+    """The text parts of a content value (`engine.content`): a string, its bare strings
+    and text blocks; with `everything`, every text-ish part too (tool output, tool
+    calls), for the no-conversation fallback."""
+    return text_parts(content, EVERY_TEXT if everything else CONVERSATION)
 
 
 def _rows(value: Any, depth: int = 0) -> list[str] | None:
@@ -194,7 +168,7 @@ def conversation_lines(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     for raw in messages:
         if not isinstance(raw, Mapping):
             continue
-        msg = _message(raw)
+        msg = unwrapped(raw)
         role = msg.get("role")
         source = msg.get("source")
         kind = source.get("kind") if isinstance(source, Mapping) else None
@@ -225,7 +199,7 @@ def flat_text(messages: Sequence[Mapping[str, Any]]) -> str:
     parts: list[str] = []
     for raw in messages:
         if isinstance(raw, Mapping):
-            msg = _message(raw)
+            msg = unwrapped(raw)
             parts.extend(
                 t.strip() for t in _texts(msg.get("content"), everything=True) if t.strip()
             )

@@ -24,6 +24,7 @@ from datetime import tzinfo
 from typing import Any, Final
 
 from engine.config.model import MemoryConfig
+from engine.content import ANY_TEXT, message_text
 from engine.timeexpr.civil import local_date, resolve_timezone, valid_ms, window_ms
 from engine.timeexpr.expressions import DAY, MONTH, WEEK, Span, find_expressions
 
@@ -48,14 +49,7 @@ def span_label(span: Span) -> str:
 
 
 def _text(message: Mapping[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            b["text"] for b in content if isinstance(b, Mapping) and isinstance(b.get("text"), str)
-        )
-    return ""
+    return message_text(message, ANY_TEXT)
 
 
 def time_tags(

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -80,28 +81,25 @@ def archived_seqs(plan: PreStepPlan) -> list[int]:
     return out
 
 
-def test_switches() -> None:
-    on = Switches(True, True, False, False, True, True, True)
-    assert switch_off_reason(on) is None
-    assert "enabled" in (
-        switch_off_reason(Switches(False, True, False, False, True, True, True)) or ""
-    )
-    assert "preStep" in (
-        switch_off_reason(Switches(True, False, False, False, True, True, True)) or ""
-    )
-    assert "subagent" in (
-        switch_off_reason(Switches(True, True, True, False, True, True, True)) or ""
-    )
-    assert switch_off_reason(Switches(True, True, True, True, True, True, True)) is None
-    assert "main" in (
-        switch_off_reason(Switches(True, True, False, False, False, True, True)) or ""
-    )
-    assert "tokenMeter" in (
-        switch_off_reason(Switches(True, True, False, False, True, False, True)) or ""
-    )
-    assert "tools" in (
-        switch_off_reason(Switches(True, True, False, False, True, True, False)) or ""
-    )
+@pytest.mark.parametrize(
+    ("switches", "named"),
+    [
+        (Switches(True, True, False, False, True, True, True), None),
+        (Switches(False, True, False, False, True, True, True), "enabled"),
+        (Switches(True, False, False, False, True, True, True), "preStep"),
+        (Switches(True, True, True, False, True, True, True), "subagent"),
+        (Switches(True, True, True, True, True, True, True), None),
+        (Switches(True, True, False, False, False, True, True), "main"),
+        (Switches(True, True, False, False, True, False, True), "tokenMeter"),
+        (Switches(True, True, False, False, True, True, False), "tools"),
+    ],
+)
+def test_switches(switches: Switches, named: str | None) -> None:
+    reason = switch_off_reason(switches)
+    if named is None:
+        assert reason is None
+    else:
+        assert named in (reason or "")
 
 
 def test_below_trigger_does_nothing() -> None:
@@ -164,13 +162,19 @@ def test_emergency_passes() -> None:
     assert archived_seqs(plan) == list(range(1, plan.end_seq + 1))
 
 
-def test_protect_current_turn_refuses_when_no_cut() -> None:
+def _tool_loop(user: str) -> Surface:
+    """A surface whose one turn is `user` asking and 30 tool calls with their output."""
     s = Surface()
     s.system()
-    s.user("请一直调用工具直到完成。")
+    s.user(user)
     for i in range(30):
         s.assistant("", [(f"c{i}", "run", "{}")])
         s.tool(f"c{i}", "output " * 100)
+    return s
+
+
+def test_protect_current_turn_refuses_when_no_cut() -> None:
+    s = _tool_loop("请一直调用工具直到完成。")
     plan = run(s, percent=80, measured=scaled(s, 70_000))
     assert plan.outcome == "refused"
     assert [k for k, _ in plan.warnings] == ["no-legal-cut"]
@@ -178,12 +182,7 @@ def test_protect_current_turn_refuses_when_no_cut() -> None:
 
 
 def test_huge_single_turn_is_cut_at_a_tool_safe_message_boundary() -> None:
-    s = Surface()
-    s.system()
-    s.user("开始一个很长的任务。")
-    for i in range(30):
-        s.assistant("", [(f"c{i}", "run", "{}")])
-        s.tool(f"c{i}", "output " * 100)
+    s = _tool_loop("开始一个很长的任务。")
     s.user("现在的问题")
     s.assistant("好")
     plan = run(s, percent=80, measured=scaled(s, 70_000))
@@ -329,6 +328,8 @@ def test_images_placeholders_and_copies(tmp_path: Any) -> None:
 
 @dataclass
 class FakeAddition:
+    """A recall-block memory (`engine.recall_view.AdditionView`), as re-archiving sees it."""
+
     id: str
     alpha: float
     created_at: str

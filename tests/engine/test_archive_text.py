@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -149,70 +150,28 @@ def test_titles_rules() -> None:
     assert len(fold_title("😀" * 30)) == 24
 
 
+def _node(seq: int, ntype: str, source: dict[str, str], *parts: str) -> dict[str, Any]:
+    """A surface node whose message has text blocks `parts`."""
+    content = [{"type": "text", "text": text} for text in parts]
+    role = ntype.split("/")[0]
+    return {
+        "seq": seq,
+        "type": ntype,
+        "message": {"role": role, "content": content, "source": source},
+    }
+
+
 def test_surface_classification() -> None:
+    checkpoint = {"kind": "compact-checkpoint"}
     nodes = parse_surface(
         [
-            {
-                "seq": 0,
-                "type": "system/message",
-                "message": {
-                    "role": "system",
-                    "content": [{"type": "text", "text": "sys"}],
-                    "source": {"kind": "system-prompt"},
-                },
-            },
-            {
-                "seq": 1,
-                "type": "user/message",
-                "message": {
-                    "role": "user",
-                    "content": [
-                        {"type": "text", "text": "[memory] 3 段更早的对话已归档到 memory/"}
-                    ],
-                    "source": {"kind": "compact-checkpoint"},
-                },
-            },
-            {
-                "seq": 2,
-                "type": "user/message",
-                "message": {
-                    "role": "user",
-                    "content": [{"type": "text", "text": "Summary of earlier"}],
-                    "source": {"kind": "compact-checkpoint"},
-                },
-            },
-            {
-                "seq": 3,
-                "type": "user/message",
-                "message": {
-                    "role": "user",
-                    "content": [{"type": "text", "text": "old"}],
-                    "source": {"kind": "plugin", "plugin": "compact"},
-                },
-            },
-            {
-                "seq": 4,
-                "type": "system/message",
-                "message": {"role": "system", "content": [], "source": {"kind": "system-prompt"}},
-            },
-            {
-                "seq": 5,
-                "type": "user/message",
-                "message": {
-                    "role": "user",
-                    "content": [{"type": "text", "text": "hi"}],
-                    "source": {"kind": "user"},
-                },
-            },
-            {
-                "seq": 6,
-                "type": "user/message",
-                "message": {
-                    "role": "user",
-                    "content": [{"type": "text", "text": "ctx"}],
-                    "source": {"kind": "runtime-context"},
-                },
-            },
+            _node(0, "system/message", {"kind": "system-prompt"}, "sys"),
+            _node(1, "user/message", checkpoint, "[memory] 3 段更早的对话已归档到 memory/"),
+            _node(2, "user/message", checkpoint, "Summary of earlier"),
+            _node(3, "user/message", {"kind": "plugin", "plugin": "compact"}, "old"),
+            _node(4, "system/message", {"kind": "system-prompt"}),
+            _node(5, "user/message", {"kind": "user"}, "hi"),
+            _node(6, "user/message", {"kind": "runtime-context"}, "ctx"),
         ]
     )
     assert [n.cls for n in nodes] == [

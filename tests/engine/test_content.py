@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.content import message_text
+from engine.content import ARCHIVED, message_text
 
 LIVE = {
     "role": "user",
@@ -27,6 +27,6 @@ def test_archived_messages_give_what_archiving_rendered() -> None:
     archived = {
         "content": ["before", {"text": "said"}, {"placeholder": "[图片：（a.png）]"}, {"x": 1}]
     }
-    assert message_text(archived, archived=True) == "before\nsaid\n[图片：（a.png）]"
-    assert message_text({"text": "old writer"}, archived=True) == "old writer"
-    assert message_text({"content": "plain"}, archived=True) == "plain"
+    assert message_text(archived, ARCHIVED) == "before\nsaid\n[图片：（a.png）]"
+    assert message_text({"text": "old writer"}, ARCHIVED) == "old writer"
+    assert message_text({"content": "plain"}, ARCHIVED) == "plain"

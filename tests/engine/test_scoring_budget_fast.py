@@ -33,6 +33,7 @@ from engine.scoring.budget import (
 from engine.scoring.task_block import (
     PendingItem,
     ReviewItem,
+    TaskBlock,
     TaskBlockInput,
     cap_for,
     first_in_order,
@@ -83,6 +84,15 @@ def old_cap(heads: int, bodies: Sequence[int], share: int) -> int:
 
 def old_cap_for(items: Sequence[Any], share: int) -> int:
     return old_cap(sum(r.head_tokens for r in items), [r.body_tokens for r in items], share)
+
+
+def slow_render(inp: TaskBlockInput) -> TaskBlock:
+    """The task block as the slow versions (the references above) render it."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(task_block, "estimate_tokens", old_estimate)
+        mp.setattr(task_block, "slice_to_tokens", old_slice)
+        mp.setattr(task_block, "_cap_for", old_cap_for)
+        return render_task_block(inp)
 
 
 # ---- strategies --------------------------------------------------------------------------
@@ -221,13 +231,7 @@ def test_block_is_byte_identical_to_the_slow_computation(
         review_total=len(review) + data.draw(st.integers(0, 5)),
         channel=channel,
     )
-    fast = render_task_block(inp)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(task_block, "estimate_tokens", old_estimate)
-        mp.setattr(task_block, "slice_to_tokens", old_slice)
-        mp.setattr(task_block, "_cap_for", old_cap_for)
-        slow = render_task_block(inp)
-    assert fast == slow
+    assert render_task_block(inp) == slow_render(inp)
 
 
 def test_many_long_items_under_a_small_budget() -> None:
@@ -244,12 +248,7 @@ def test_many_long_items_under_a_small_budget() -> None:
     for budget in (0, 500, 2400, 6000, 12_000, 50_000):
         inp = TaskBlockInput(pending, review, [("日本旅行", 3)], False, NOW, budget)
         fast = render_task_block(inp)
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(task_block, "estimate_tokens", old_estimate)
-            mp.setattr(task_block, "slice_to_tokens", old_slice)
-            mp.setattr(task_block, "_cap_for", old_cap_for)
-            slow = render_task_block(inp)
-        assert fast == slow
+        assert fast == slow_render(inp)
         assert fast.text.encode("utf-8")  # never a lone surrogate in the model's text
 
 

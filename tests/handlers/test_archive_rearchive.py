@@ -15,21 +15,12 @@ from handlers.config_state import ConfigState
 from handlers.context import ConnectionState, RequestContext
 from handlers.pre_step import ArchiveAbortParams, PreStepParams, archive_abort, pre_step
 from tests.archive_fixtures import T0, Surface, pre_step_params
+from tests.engine.test_archive_plan import FakeAddition as Addition
 
 
 class _Info:
     def status_snapshot(self) -> dict[str, Any]:
         return {"version": "test"}
-
-
-@dataclass
-class Addition:
-    id: str
-    alpha: float
-    created_at: str
-    injected_turn: int
-    text: str
-    current_query: bool = False
 
 
 @dataclass
