@@ -39,6 +39,8 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from engine.passive.events import message_of
+
 __all__ = ["LOG_NAMES", "add_repair_parser", "cmd_repair", "repair_file", "repair_line"]
 
 LOG_NAMES = ("session.v4.jsonl.zstd", "session.v4.jsonl")
@@ -92,12 +94,9 @@ class FileReport:
 
 
 def _message(event: dict[str, Any]) -> dict[str, Any] | None:
-    data = event.get("data")
-    if not isinstance(data, dict):
-        return None
-    if event.get("type") == "user/message":
-        return data
-    message = data.get("message")
+    """The event's message (engine.passive.events.message_of), as the dict it was parsed
+    into: the caller changes or forwards it."""
+    message = message_of(event)
     return message if isinstance(message, dict) else None
 
 

@@ -22,6 +22,7 @@ from typing import Any, TextIO
 import anyio
 import orjson
 
+from engine.passive.events import message_of
 from engine.sessionlog import LogChunk, read_log
 from rofmd.cli.progress import Progress
 from rofmd.host.client import RofmdClient
@@ -108,12 +109,9 @@ def _header(events: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _message(event: dict[str, Any]) -> dict[str, Any] | None:
-    data = event.get("data")
-    if not isinstance(data, dict):
-        return None
-    if event.get("type") == "user/message":
-        return data
-    message = data.get("message")
+    """The event's message (engine.passive.events.message_of), as the dict it was parsed
+    into: the caller changes or forwards it."""
+    message = message_of(event)
     return message if isinstance(message, dict) else None
 
 
