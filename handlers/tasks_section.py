@@ -41,7 +41,7 @@ from engine.scoring.task_block import (
     render_task_block,
     task_budget,
 )
-from engine.store import StoreError
+from engine.store import IndexEntry, StoreError
 from handlers.context import RequestContext
 from handlers.scoring_policy import (
     listed_pending,
@@ -59,6 +59,26 @@ USER_TURN_METHOD = "agent/inbox/inserted"
 def window_tokens(state: SessionState, cfg: MemoryConfig) -> int | None:
     """The window the budget is computed from (see the module docstring)."""
     return state.context_window or cfg.compress.context_window_tokens or None
+
+
+def review_item(state: SessionState, e: IndexEntry) -> ReviewItem:
+    """Folder `e`, due for review, as the block lists it: with the reason it was judged
+    for (none when its meta cannot be read: the block still lists it)."""
+    try:
+        reason = state.store.get_meta(e.id).reason or ""
+    except StoreError:
+        reason = ""
+    text = readable_for(state, e.id).text
+    return ReviewItem(e.id, e.title, e.alpha, e.beta, e.keywords, reason, text)
+
+
+def block_budget(state: SessionState, cfg: MemoryConfig) -> int:
+    """The block's token budget in this session's window."""
+    return task_budget(
+        window_tokens(state, cfg),
+        max_tokens=cfg.scoring.task_max_tokens,
+        percent=cfg.scoring.task_budget_percent,
+    )
 
 
 def build_task_block(
@@ -85,17 +105,7 @@ def build_task_block(
         pending_items.append(
             PendingItem(e.id, e.title, text.kind, e.pendingSince or e.createdAt, text.text)
         )
-    review_items = []
-    for e in review:
-        try:
-            reason = store.get_meta(e.id).reason or ""
-        except StoreError:
-            reason = ""
-        review_items.append(
-            ReviewItem(
-                e.id, e.title, e.alpha, e.beta, e.keywords, reason, readable_for(state, e.id).text
-            )
-        )
+    review_items = [review_item(state, e) for e in review]
     # Keep only the texts of listed folders: the cache stays bounded by 2 × LIST_LIMIT.
     keep = {it.id for it in pending_items} | {it.id for it in review_items}
     state.scoring_texts = {k: v for k, v in state.scoring_texts.items() if k in keep}
@@ -110,11 +120,7 @@ def build_task_block(
             labels=labels,
             has_recall_block=has_recall_block,
             now_ms=now_ms,
-            budget_tokens=task_budget(
-                window_tokens(state, cfg),
-                max_tokens=cfg.scoring.task_max_tokens,
-                percent=cfg.scoring.task_budget_percent,
-            ),
+            budget_tokens=block_budget(state, cfg),
             pending_total=len(listed),
             review_total=len(stats.review),
             channel=channel,

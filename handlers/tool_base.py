@@ -1,5 +1,5 @@
 """What a model-facing tool is: its schema, its handler, its result, and the
-`tools/call` params every handler receives.
+`tools/call` request every handler receives.
 
 The tool modules (`handlers.tool_*`) build their `Tool` from these; the table that
 lists them and the `tools/call` use case are `handlers.tools`, which imports the tool
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import Field, model_validator
 
@@ -30,7 +30,19 @@ if TYPE_CHECKING:
     from handlers.app import App
     from handlers.sessions import SessionState
 
-__all__ = ["Tool", "ToolCallParams", "ToolHandler", "ToolResult", "string_list_schema"]
+__all__ = ["EngineAnswer", "Tool", "ToolCallParams", "ToolHandler", "ToolRequest", "ToolResult"]
+
+
+class EngineAnswer(Protocol):
+    """What the engine's tool planners answer with (`SearchAnswer`, `ImageAnswer`,
+    `GroupAnswer`, `JudgePlan`): the handler passes it on as it is."""
+
+    @property
+    def value(self) -> Any: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def is_error(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -41,10 +53,29 @@ class ToolResult:
     text: str
     is_error: bool = False
 
+    @classmethod
+    def of(cls, answer: EngineAnswer, *, is_error: bool = False) -> ToolResult:
+        """The engine's answer as the result; `is_error` marks a refusal whatever the
+        answer says."""
+        return cls(answer.value, answer.text, is_error=is_error or answer.is_error)
 
-ToolHandler = Callable[
-    ["App", "SessionState", dict[str, Any], "ToolCallParams", RequestContext], Awaitable[ToolResult]
-]
+
+@dataclass(frozen=True)
+class ToolRequest:
+    """One `tools/call` as its handler receives it: one value rather than five
+    parameters, so every handler has the same signature and a new input is added here
+    once, not in each tool."""
+
+    app: App
+    state: SessionState
+    """The calling session: the only store a tool reads or writes (session isolation)."""
+    arguments: dict[str, Any]
+    """`params.arguments` parsed to an object (`handlers.tools.parse_arguments`)."""
+    params: ToolCallParams
+    ctx: RequestContext
+
+
+ToolHandler = Callable[[ToolRequest], Awaitable[ToolResult]]
 
 
 @dataclass(frozen=True)
@@ -63,11 +94,6 @@ class Tool:
     def schema(self) -> dict[str, Any]:
         """`ToolSchema` as `initialize` lists it."""
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
-
-
-def string_list_schema(description: str) -> dict[str, Any]:
-    """The JSON schema of a parameter that is a list of strings (labels, keywords)."""
-    return {"type": "array", "items": {"type": "string"}, "description": description}
 
 
 class ToolCallParams(Wire):

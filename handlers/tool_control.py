@@ -11,47 +11,29 @@ survives a restart, and `status` lists the paused sessions.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import anyio
 import structlog
 
 from engine import texts
 from engine.recall.forget import parse_control_arguments
-from handlers.context import RequestContext
 from handlers.forget import ensure_hygiene
-from handlers.tool_base import Tool, ToolCallParams, ToolResult
-
-if TYPE_CHECKING:
-    from handlers.app import App
-    from handlers.sessions import SessionState
+from handlers.tool_base import Tool, ToolRequest, ToolResult
+from handlers.tool_schema import object_schema, string_schema
 
 log = structlog.get_logger("rofmd.forget")
 
 NAME = "memory_control"
 
-PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "recall": {
-            "type": "string",
-            "enum": ["pause", "resume"],
-            "description": texts.CONTROL_PARAM_RECALL,
-        }
-    },
-    "required": ["recall"],
-}
+PARAMETERS = object_schema(
+    {"recall": string_schema(texts.CONTROL_PARAM_RECALL, enum=("pause", "resume"))},
+    required=("recall",),
+)
 
 
-async def memory_control(
-    app: App,
-    state: SessionState,
-    arguments: dict[str, Any],
-    params: ToolCallParams,
-    ctx: RequestContext,
-) -> ToolResult:
+async def memory_control(request: ToolRequest) -> ToolResult:
     """Pause or resume this session's recall injection."""
-    call = parse_control_arguments(arguments)
+    state, ctx = request.state, request.ctx
+    call = parse_control_arguments(request.arguments)
     if call.recall is None:
         return ToolResult(
             {"error": "recall must be pause or resume"}, texts.CONTROL_NEED, is_error=True

@@ -40,7 +40,8 @@ from handlers.context import RequestContext
 from handlers.forget import ensure_hygiene
 from handlers.recall_state import candidate_index, ensure_recall_state, relevance_index
 from handlers.relevance_snapshots import WRITER
-from handlers.tool_base import Tool, ToolCallParams, ToolResult, string_list_schema
+from handlers.tool_base import Tool, ToolRequest, ToolResult
+from handlers.tool_schema import object_schema, string_list_schema, string_schema
 
 if TYPE_CHECKING:
     from handlers.app import App
@@ -51,23 +52,18 @@ log = structlog.get_logger("rofmd.forget")
 NAME = "memory_forget"
 PREVIEW_LIMIT = 10
 
-PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
+PARAMETERS = object_schema(
+    {
         "ids": string_list_schema(texts.FORGET_PARAM_IDS),
         "recalled": {
             "type": "array",
             "items": {"type": "integer", "minimum": 1},
             "description": texts.FORGET_PARAM_RECALLED,
         },
-        "keywords": {"type": "string", "description": texts.FORGET_PARAM_KEYWORDS},
-        "action": {
-            "type": "string",
-            "enum": ["suppress", "delete"],
-            "description": texts.FORGET_PARAM_ACTION,
-        },
-    },
-}
+        "keywords": string_schema(texts.FORGET_PARAM_KEYWORDS),
+        "action": string_schema(texts.FORGET_PARAM_ACTION, enum=("suppress", "delete")),
+    }
+)
 
 
 def _join(items: list[str]) -> str:
@@ -156,15 +152,10 @@ def _forget_token(state: SessionState, now_ms: int) -> str:
         n += 1
 
 
-async def memory_forget(
-    app: App,
-    state: SessionState,
-    arguments: dict[str, Any],
-    params: ToolCallParams,
-    ctx: RequestContext,
-) -> ToolResult:
+async def memory_forget(request: ToolRequest) -> ToolResult:
     """Run one memory_forget call (module docstring)."""
-    call = parse_forget_arguments(arguments)
+    app, state, ctx = request.app, request.state, request.ctx
+    call = parse_forget_arguments(request.arguments)
     if call.problems:
         text = texts.FORGET_BAD_ARGUMENTS.format(
             problems=texts.FORGET_ARG_SEPARATOR.join(call.problems)

@@ -15,7 +15,7 @@ state, no directory (the caller's session opens lazily, `handlers.session_access
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 import structlog
@@ -30,12 +30,11 @@ from engine.recall.group_recall import (
     refusal_answer,
 )
 from engine.recall.group_stores import query_groups
-from handlers.context import RequestContext
-from handlers.tool_base import Tool, ToolCallParams, ToolResult
+from handlers.tool_base import Tool, ToolRequest, ToolResult
+from handlers.tool_schema import integer_schema, object_schema, string_schema
 
 if TYPE_CHECKING:
     from handlers.app import App
-    from handlers.sessions import SessionState
 
 log = structlog.get_logger("rofmd.group_recall")
 
@@ -43,31 +42,22 @@ NAME = "memory_group_recall"
 
 _TIME = {"type": ["string", "number"], "description": texts.GROUP_RECALL_PARAM_TIME}
 
-PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "query": {"type": "string", "description": texts.GROUP_RECALL_PARAM_QUERY},
+PARAMETERS = object_schema(
+    {
+        "query": string_schema(texts.GROUP_RECALL_PARAM_QUERY),
         "group": {"type": ["string", "number"], "description": texts.GROUP_RECALL_PARAM_GROUP},
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": LIMIT_MAX,
-            "default": DEFAULT_LIMIT,
-            "description": texts.GROUP_RECALL_PARAM_LIMIT,
-        },
-        "offset": {
-            "type": "integer",
-            "minimum": 0,
-            "maximum": OFFSET_MAX,
-            "default": 0,
-            "description": texts.GROUP_RECALL_PARAM_OFFSET,
-        },
+        "limit": integer_schema(
+            texts.GROUP_RECALL_PARAM_LIMIT, minimum=1, maximum=LIMIT_MAX, default=DEFAULT_LIMIT
+        ),
+        "offset": integer_schema(
+            texts.GROUP_RECALL_PARAM_OFFSET, minimum=0, maximum=OFFSET_MAX, default=0
+        ),
         "timeFrom": _TIME,
         "timeTo": _TIME,
         "listGroups": {"type": "boolean", "description": texts.GROUP_RECALL_PARAM_LIST_GROUPS},
     },
-    "additionalProperties": False,
-}
+    closed=True,
+)
 
 
 def listed(app: App) -> bool:
@@ -75,29 +65,24 @@ def listed(app: App) -> bool:
     return app.compat.status.active and app.config.config.compat.cross_chat.enabled is not False
 
 
-async def group_recall_tool(
-    app: App,
-    state: SessionState,
-    arguments: dict[str, Any],
-    params: ToolCallParams,
-    ctx: RequestContext,
-) -> ToolResult:
+async def group_recall_tool(request: ToolRequest) -> ToolResult:
     """Run one memory_group_recall call."""
+    app, state = request.app, request.state
     cfg = app.config.config
     status = app.compat.status
-    session = params.session
+    session = request.params.session
     refusal = authorize(
         cfg,
         status,
         app.sessions.chat_key(session.id),
         subagent=session.is_subagent,
-        tools_enabled=ctx.connection.capability("tools"),
+        tools_enabled=request.ctx.connection.capability("tools"),
     )
     if refusal is not None:
         log.info("memory_group_recall refused", session_key=state.key, reason=refusal.reason)
         answer = refusal_answer(refusal)
-        return ToolResult(answer.value, answer.text, is_error=True)
-    call = parse_group_call(arguments, cfg)
+        return ToolResult.of(answer, is_error=True)
+    call = parse_group_call(request.arguments, cfg)
     if call.error is not None:
         return ToolResult({"error": "secret-query"}, call.error, is_error=True)
     root = app.memory_root()
@@ -109,7 +94,7 @@ async def group_recall_tool(
         total=answer.value.get("total"),
         list_groups=call.list_groups,
     )
-    return ToolResult(answer.value, answer.text, is_error=answer.is_error)
+    return ToolResult.of(answer)
 
 
 TOOL = Tool(

@@ -12,7 +12,7 @@ searched: another session's memory id is an unknown id, a refusal (PROTOCOL.md Â
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 import structlog
@@ -29,8 +29,8 @@ from engine.image_tool import (
 from engine.recall.dates import resolve_timezone
 from engine.store.image_lookup import ImageLookup, find_images
 from engine.store.images import image_files
-from handlers.context import RequestContext
-from handlers.tool_base import Tool, ToolCallParams, ToolResult
+from handlers.tool_base import Tool, ToolRequest, ToolResult
+from handlers.tool_schema import integer_schema, object_schema, string_schema
 
 if TYPE_CHECKING:
     from handlers.app import App
@@ -40,21 +40,16 @@ log = structlog.get_logger("rofmd.tool_image")
 
 NAME = "memory_image"
 
-PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "query": {"type": "string", "description": texts.IMAGE_PARAM_QUERY},
-        "memoryId": {"type": "string", "description": texts.IMAGE_PARAM_MEMORY_ID},
-        "name": {"type": "string", "description": texts.IMAGE_PARAM_NAME},
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": MAX_LIMIT,
-            "default": DEFAULT_LIMIT,
-            "description": texts.IMAGE_PARAM_LIMIT,
-        },
-    },
-}
+PARAMETERS = object_schema(
+    {
+        "query": string_schema(texts.IMAGE_PARAM_QUERY),
+        "memoryId": string_schema(texts.IMAGE_PARAM_MEMORY_ID),
+        "name": string_schema(texts.IMAGE_PARAM_NAME),
+        "limit": integer_schema(
+            texts.IMAGE_PARAM_LIMIT, minimum=1, maximum=MAX_LIMIT, default=DEFAULT_LIMIT
+        ),
+    }
+)
 
 
 def _listing(state: SessionState) -> tuple[frozenset[str], bool]:
@@ -79,18 +74,13 @@ def _lookup(app: App, state: SessionState, call: ImageCall) -> ImageLookup:
     return find_images(state.store, call.filter, app.config.config)
 
 
-async def memory_image(
-    app: App,
-    state: SessionState,
-    arguments: dict[str, Any],
-    params: ToolCallParams,
-    ctx: RequestContext,
-) -> ToolResult:
+async def memory_image(request: ToolRequest) -> ToolResult:
     """Run one memory_image call."""
-    call = parse_arguments(arguments)
+    app, state, ctx = request.app, request.state, request.ctx
+    call = parse_arguments(request.arguments)
     if call.filter is None:
         answer = refusal(call)
-        return ToolResult(answer.value, answer.text, is_error=True)
+        return ToolResult.of(answer, is_error=True)
     files, current = await anyio.to_thread.run_sync(lambda: _listing(state))
     if not current:
         with ctx.commit_guard():
@@ -103,7 +93,7 @@ async def memory_image(
         tz=resolve_timezone(cfg.time.timezone),
         compute_dates=bool(cfg.recall.compute_dates),
     )
-    return ToolResult(answer.value, answer.text, is_error=answer.is_error)
+    return ToolResult.of(answer)
 
 
 TOOL = Tool(

@@ -28,9 +28,9 @@ from engine.scoring.judge import (
     plan_judge,
 )
 from engine.store import SessionStore, StoreError
-from handlers.context import RequestContext
 from handlers.scoring_policy import heuristic_text
-from handlers.tool_base import Tool, ToolCallParams, ToolResult, string_list_schema
+from handlers.tool_base import Tool, ToolRequest, ToolResult
+from handlers.tool_schema import object_schema, string_list_schema, string_schema
 
 if TYPE_CHECKING:
     from handlers.app import App
@@ -39,32 +39,26 @@ if TYPE_CHECKING:
 NAME = "memory_judge"
 
 
-PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "updates": {
-            "type": "array",
-            "description": texts.JUDGE_PARAM_UPDATES,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string", "description": texts.JUDGE_PARAM_ID},
-                    "alpha": {"type": "number", "description": texts.JUDGE_PARAM_ALPHA},
-                    "beta": {"type": "number", "description": texts.JUDGE_PARAM_BETA},
-                    "keywords": string_list_schema(texts.JUDGE_PARAM_KEYWORDS),
-                    "events": string_list_schema(texts.JUDGE_PARAM_EVENTS),
-                    "event": {"type": "string", "description": texts.JUDGE_PARAM_EVENT},
-                    "locations": string_list_schema(texts.JUDGE_PARAM_LOCATIONS),
-                    "persons": string_list_schema(texts.JUDGE_PARAM_PERSONS),
-                    "keep": {"type": "boolean", "description": texts.JUDGE_PARAM_KEEP},
-                    "reason": {"type": "string", "description": texts.JUDGE_PARAM_REASON},
-                },
-                "required": ["id"],
-            },
-        }
+_UPDATE = object_schema(
+    {
+        "id": string_schema(texts.JUDGE_PARAM_ID),
+        "alpha": {"type": "number", "description": texts.JUDGE_PARAM_ALPHA},
+        "beta": {"type": "number", "description": texts.JUDGE_PARAM_BETA},
+        "keywords": string_list_schema(texts.JUDGE_PARAM_KEYWORDS),
+        "events": string_list_schema(texts.JUDGE_PARAM_EVENTS),
+        "event": string_schema(texts.JUDGE_PARAM_EVENT),
+        "locations": string_list_schema(texts.JUDGE_PARAM_LOCATIONS),
+        "persons": string_list_schema(texts.JUDGE_PARAM_PERSONS),
+        "keep": {"type": "boolean", "description": texts.JUDGE_PARAM_KEEP},
+        "reason": string_schema(texts.JUDGE_PARAM_REASON),
     },
-    "required": ["updates"],
-}
+    required=("id",),
+)
+
+PARAMETERS = object_schema(
+    {"updates": {"type": "array", "description": texts.JUDGE_PARAM_UPDATES, "items": _UPDATE}},
+    required=("updates",),
+)
 
 DESCRIPTION = texts.JUDGE_DESCRIPTION + texts.JUDGE_DESCRIPTION_KEYWORD_RULES
 
@@ -110,18 +104,13 @@ def write_plan(store: SessionStore, plan: JudgePlan, telemetry: bool) -> None:
         store.append_stats(plan.telemetry)
 
 
-async def judge(
-    app: App,
-    state: SessionState,
-    arguments: dict[str, Any],
-    params: ToolCallParams,
-    ctx: RequestContext,
-) -> ToolResult:
+async def judge(request: ToolRequest) -> ToolResult:
     """Run one memory_judge call."""
+    app, state, ctx = request.app, request.state, request.ctx
     started = time.monotonic()
-    plan = await anyio.to_thread.run_sync(lambda: _plan(state, arguments, app, ctx.now_ms))
+    plan = await anyio.to_thread.run_sync(lambda: _plan(state, request.arguments, app, ctx.now_ms))
     if plan.is_error:
-        return ToolResult(plan.value, plan.text, is_error=True)
+        return ToolResult.of(plan, is_error=True)
     if plan.telemetry is not None:
         plan.telemetry["elapsedMs"] = round((time.monotonic() - started) * 1000, 1)
     write_stats = bool(app.config.config.scoring.judge_telemetry)
@@ -132,7 +121,7 @@ async def judge(
         state.scoring_rounds_unjudged = 0
         state.request_new_series()
     app.metrics.count("judged_folders", len(plan.changes))
-    return ToolResult(plan.value, plan.text)
+    return ToolResult.of(plan)
 
 
 TOOL = Tool(name=NAME, description=DESCRIPTION, parameters=PARAMETERS, handler=judge)

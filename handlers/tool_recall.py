@@ -34,7 +34,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 import structlog
@@ -61,14 +61,14 @@ from engine.recall.tags import resolve_tags
 from engine.recall.time_filter import plan_time, widen
 from engine.store import CorruptFolder
 from handlers.compat import recall_config
-from handlers.context import RequestContext
 from handlers.recall_state import (
     candidate_index,
     ensure_recall_state,
     relevance_index,
     time_index,
 )
-from handlers.tool_base import Tool, ToolCallParams, ToolResult, string_list_schema
+from handlers.tool_base import Tool, ToolRequest, ToolResult
+from handlers.tool_schema import integer_schema, object_schema, string_list_schema, string_schema
 
 if TYPE_CHECKING:
     from handlers.app import App
@@ -79,37 +79,22 @@ log = structlog.get_logger("rofmd.recall")
 NAME = "memory_recall"
 
 
-PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "keywords": {"type": "string", "description": texts.RECALL_PARAM_KEYWORDS},
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": 20,
-            "description": texts.RECALL_PARAM_LIMIT,
-        },
-        "offset": {
-            "type": "integer",
-            "minimum": 0,
-            "maximum": 10000,
-            "description": texts.RECALL_PARAM_OFFSET,
-        },
-        "timeFrom": {"type": "string", "description": texts.RECALL_PARAM_TIME},
-        "timeTo": {"type": "string", "description": texts.RECALL_PARAM_TIME},
-        "granularity": {
-            "type": "string",
-            "enum": ["day", "month", "year"],
-            "description": texts.RECALL_PARAM_GRANULARITY,
-        },
-        "event": {"type": "string", "description": texts.RECALL_PARAM_EVENT},
+PARAMETERS = object_schema(
+    {
+        "keywords": string_schema(texts.RECALL_PARAM_KEYWORDS),
+        "limit": integer_schema(texts.RECALL_PARAM_LIMIT, minimum=1, maximum=20),
+        "offset": integer_schema(texts.RECALL_PARAM_OFFSET, minimum=0, maximum=10000),
+        "timeFrom": string_schema(texts.RECALL_PARAM_TIME),
+        "timeTo": string_schema(texts.RECALL_PARAM_TIME),
+        "granularity": string_schema(texts.RECALL_PARAM_GRANULARITY, enum=("day", "month", "year")),
+        "event": string_schema(texts.RECALL_PARAM_EVENT),
         "events": string_list_schema(texts.RECALL_PARAM_EVENTS),
         "locations": string_list_schema(texts.RECALL_PARAM_LOCATIONS),
         "persons": string_list_schema(texts.RECALL_PARAM_PERSONS),
-        "timeText": {"type": "string", "description": texts.RECALL_PARAM_TIME_TEXT},
+        "timeText": string_schema(texts.RECALL_PARAM_TIME_TEXT),
         "assistantSaid": {"type": "boolean", "description": texts.RECALL_PARAM_ASSISTANT_SAID},
-    },
-}
+    }
+)
 """No `required`: keywords may be left out when a filter is given (the reference's
 "有任一过滤器时可省"); a call with neither is refused with a readable text."""
 
@@ -207,23 +192,18 @@ def constraints_of(args: SearchArgs, index: CandidateIndex, cfg: MemoryConfig) -
     return [resolve_events(args.events, index.tags, cfg), resolve_tags(tags, index.tags, cfg)]
 
 
-async def recall_tool(
-    app: App,
-    state: SessionState,
-    arguments: dict[str, Any],
-    params: ToolCallParams,
-    ctx: RequestContext,
-) -> ToolResult:
+async def recall_tool(request: ToolRequest) -> ToolResult:
     """Run one memory_recall call."""
+    app, state, ctx = request.app, request.state, request.ctx
     strikes = state.recall_strikes
     cfg = recall_config(app, state)
     if strikes.disabled:
         refused = refused_answer(strikes, cfg)
-        return ToolResult(refused.value, refused.text, is_error=True)
-    args = parse_search_args(arguments, cfg)
+        return ToolResult.of(refused, is_error=True)
+    args = parse_search_args(request.arguments, cfg)
     if args.error is not None:
         bad = render_answer(args, None, [], cfg)
-        return ToolResult(bad.value, bad.text, is_error=True)
+        return ToolResult.of(bad, is_error=True)
     if args.assistant_said and not channel_enabled(cfg):
         args = replace(args, warnings=(*args.warnings, texts.RECALL_TOOL_WARN_ASSISTANT_OFF))
     started = time.monotonic()
@@ -231,7 +211,7 @@ async def recall_tool(
     assistant = _assistant(rs, args, cfg)
     if not args.keywords and args.assistant_said and (assistant is None or not assistant.keys):
         need = render_answer(replace(args, error=texts.RECALL_TOOL_NEED_KEYWORDS), None, [], cfg)
-        return ToolResult(need.value, need.text, is_error=True)
+        return ToolResult.of(need, is_error=True)
     found = await anyio.to_thread.run_sync(
         lambda: _search(app, state, rs, args, assistant, ctx.now_ms)
     )
@@ -256,7 +236,7 @@ async def recall_tool(
             found.page,
             found.entries,
             now_ms=ctx.now_ms,
-            turn=params.turn,
+            turn=request.params.turn,
             round_=rs.round,
             miss_type=miss_type,
             strikes=strikes.misses,
@@ -282,7 +262,7 @@ async def recall_tool(
             miss_type=miss_type,
             strikes=strikes.misses,
         )
-    return ToolResult(answer.value, answer.text, is_error=answer.is_error)
+    return ToolResult.of(answer)
 
 
 TOOL = Tool(

@@ -16,7 +16,7 @@ import orjson
 from handlers.context import RequestContext
 from handlers.errors import HandlerError
 from handlers.sections import sections_answer
-from handlers.tool_base import Tool, ToolCallParams
+from handlers.tool_base import Tool, ToolCallParams, ToolRequest
 from handlers.tool_control import TOOL as MEMORY_CONTROL
 from handlers.tool_forget import TOOL as MEMORY_FORGET
 from handlers.tool_group_recall import TOOL as MEMORY_GROUP_RECALL
@@ -78,7 +78,7 @@ async def tools_call(app: App, params: ToolCallParams, ctx: RequestContext) -> d
         raise HandlerError(-32601, f"unknown tool: {params.name}", {"tool": params.name})
     arguments = parse_arguments(params.arguments)
     state = await app.sessions.get(params.session.id)
-    result = await tool.handler(app, state, arguments, params, ctx)
+    result = await tool.handler(ToolRequest(app, state, arguments, params, ctx))
     app.metrics.count_tool(params.name, result.is_error)
     answer = {
         "value": result.value,

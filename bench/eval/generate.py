@@ -405,18 +405,23 @@ def _questions(
     for i, (kind, text, evidence, answer) in enumerate(out):
         if kind == "temporal":
             answer = dates[evidence[0].session]
-        questions.append(
-            Question(
-                id=f"{conv_id}-q{i:02d}",
-                kind=kind,
-                text=text,
-                evidence=tuple(p.message_id for p in evidence),
-                surfaces=tuple(p.surface for p in evidence),
-                facts=tuple(p.key for p in evidence),
-                answer=answer,
-            )
-        )
+        questions.append(_question(f"{conv_id}-q{i:02d}", kind, text, evidence, answer))
     return questions
+
+
+def _question(
+    qid: str, kind: QuestionKind, text: str, evidence: list[_Plan], answer: str
+) -> Question:
+    """A question whose evidence is the messages that stated `evidence`'s facts."""
+    return Question(
+        id=qid,
+        kind=kind,
+        text=text,
+        evidence=tuple(p.message_id for p in evidence),
+        surfaces=tuple(p.surface for p in evidence),
+        facts=tuple(p.key for p in evidence),
+        answer=answer,
+    )
 
 
 def _join_two(lang: Lang, first: str, second: str) -> str:
@@ -456,14 +461,12 @@ def _more_questions(
         if template is not None and p.speaker == "assistant":
             out.append(("said", _fmt(template, p.fields), [p]))
     return [
-        Question(
-            id=f"{conv_id}-q{start + i:02d}",
-            kind=kind,
-            text=text,
-            evidence=tuple(p.message_id for p in evidence),
-            surfaces=tuple(p.surface for p in evidence),
-            facts=tuple(p.key for p in evidence),
-            answer=" / ".join(p.surface for p in evidence),
+        _question(
+            f"{conv_id}-q{start + i:02d}",
+            kind,
+            text,
+            evidence,
+            " / ".join(p.surface for p in evidence),
         )
         for i, (kind, text, evidence) in enumerate(out)
     ]

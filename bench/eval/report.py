@@ -147,6 +147,19 @@ def _num(x: float | None) -> str:
     return "    —" if x is None else f"{x:5.2f}"
 
 
+def _recall_cells(m: dict[str, Any]) -> list[str]:
+    """questions, rofmd, bm25s@n, ratio, bm25s@3 and rofmd's hit rate: the columns the
+    regime table and the per-kind table share."""
+    return [
+        str(m["questions"]),
+        _pct(m["rofmdRecall"]),
+        _pct(m["bm25Recall"]),
+        _num(m["ratio"]),
+        _pct(m["bm25Top3Recall"]),
+        _pct(m["rofmdHitRate"]),
+    ]
+
+
 def _rows(out: TextIO, header: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
     table = [list(header), *[list(r) for r in rows]]
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
@@ -203,12 +216,7 @@ def render(summary: dict[str, Any], out: TextIO) -> None:
                 [
                     lang,
                     regime,
-                    str(m["questions"]),
-                    _pct(m["rofmdRecall"]),
-                    _pct(m["bm25Recall"]),
-                    _num(m["ratio"]),
-                    _pct(m["bm25Top3Recall"]),
-                    _pct(m["rofmdHitRate"]),
+                    *_recall_cells(m),
                     _pct(m["bm25HitRate"]),
                     f"{m['meanFolders']:.2f}",
                     str(m["meanEntryChars"]),
@@ -223,19 +231,7 @@ def render(summary: dict[str, Any], out: TextIO) -> None:
     for lang, by_regime in summary.items():
         for regime in REGIMES:
             for kind, m in by_regime[regime]["byKind"].items():
-                rows.append(
-                    [
-                        lang,
-                        regime,
-                        kind,
-                        str(m["questions"]),
-                        _pct(m["rofmdRecall"]),
-                        _pct(m["bm25Recall"]),
-                        _num(m["ratio"]),
-                        _pct(m["bm25Top3Recall"]),
-                        _pct(m["rofmdHitRate"]),
-                    ]
-                )
+                rows.append([lang, regime, kind, *_recall_cells(m)])
     _rows(out, header, rows)
 
     w("\nbudget n (memories in the block → questions), and the sequence regime\n")

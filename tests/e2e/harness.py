@@ -19,6 +19,13 @@ from typing import Any
 import orjson
 
 
+def path_args(socket_path: Path, config_dir: Path, memory_root: Path) -> list[str]:
+    """``--socket``, ``--config-dir`` and ``--memory-root``: where a `rofmd` command
+    serves or finds a daemon, its config and its memory."""
+    where = {"--socket": socket_path, "--config-dir": config_dir, "--memory-root": memory_root}
+    return [arg for option, path in where.items() for arg in (option, str(path))]
+
+
 @dataclass
 class DaemonProcess:
     """A running daemon and the directories it uses."""
@@ -44,6 +51,23 @@ class DaemonProcess:
                 if isinstance(rec, dict):
                     out.append(rec)
         return out
+
+    def path_args(self) -> list[str]:
+        """The options that point a `rofmd` command at this daemon."""
+        return path_args(self.socket_path, self.config_dir, self.memory_root)
+
+    def cli(
+        self, *args: str, env: Mapping[str, str] | None = None, timeout: float = 60.0
+    ) -> subprocess.CompletedProcess[str]:
+        """`rofmd ARGS` as a user would run it next to this daemon: its environment
+        unless `env` is given, output captured as text."""
+        return subprocess.run(
+            [sys.executable, "-m", "rofmd", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=dict(self.env if env is None else env),
+        )
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int:
         """Signal the daemon and wait for it to exit; returns the exit code."""
@@ -150,23 +174,9 @@ def running_daemon(
     # nor detects the QQ plugins of the machine user's DSH profile (reference §3.2.1)
     full_env["DSH_PROFILE_DIR"] = str(base / "dsh-profile")
     full_env.update(env or {})
-    cmd = [
-        sys.executable,
-        "-m",
-        "rofmd",
-        "serve",
-        "--socket",
-        str(sock),
-        "--config-dir",
-        str(config_dir),
-        "--memory-root",
-        str(memory_root),
-        "--log-format",
-        "json",
-        "--log-level",
-        "debug",
-        *(args or []),
-    ]
+    where = path_args(sock, config_dir, memory_root)
+    logging = ["--log-format", "json", "--log-level", "debug"]
+    cmd = [sys.executable, "-m", "rofmd", "serve", *where, *logging, *(args or [])]
     with log_path.open("ab") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=full_env)
     handle = DaemonProcess(proc, sock, config_dir, memory_root, log_path, base, full_env)

@@ -238,13 +238,20 @@ def _store_with_folders(rofmd: Callable[..., Ran], root: Path, tmp_path: Path) -
     assert done.returncode == 0, done.stderr
 
 
+def _backed_up(rofmd: Callable[..., Ran], tmp_path: Path, name: str) -> Path:
+    """A store with folders at ``tmp_path/mem``, backed up to ``tmp_path/name`` (a name
+    ending in .tar.zst is an archive, any other a directory)."""
+    src = tmp_path / "mem"
+    _store_with_folders(rofmd, src, tmp_path)
+    backup = tmp_path / name
+    assert rofmd("backup", "--memory-dir", str(src), "--output", str(backup)).returncode == 0
+    return backup
+
+
 def test_restore_refuses_a_non_empty_target_and_with_force_keeps_it_aside(
     tmp_path: Path, rofmd: Callable[..., Ran]
 ) -> None:
-    src = tmp_path / "mem"
-    _store_with_folders(rofmd, src, tmp_path)
-    backup = tmp_path / "b.tar.zst"
-    assert rofmd("backup", "--memory-dir", str(src), "--output", str(backup)).returncode == 0
+    backup = _backed_up(rofmd, tmp_path, "b.tar.zst")
     target = tmp_path / "target"
     (target / "sessions" / "other").mkdir(parents=True)
     (target / "sessions" / "other" / "keep.txt").write_text("precious")
@@ -323,10 +330,7 @@ def test_a_malicious_archive_is_refused_before_anything_is_written(
 def test_a_backup_whose_content_differs_from_its_manifest_is_refused(
     tmp_path: Path, rofmd: Callable[..., Ran]
 ) -> None:
-    src = tmp_path / "mem"
-    _store_with_folders(rofmd, src, tmp_path)
-    backup = tmp_path / "b"
-    assert rofmd("backup", "--memory-dir", str(src), "--output", str(backup)).returncode == 0
+    backup = _backed_up(rofmd, tmp_path, "b")
     meta = next(backup.glob("memory/sessions/cli/mem-*/meta.json"))
     data = meta.read_bytes()
     meta.write_bytes(data.replace(b'"alpha"', b'"alphA"'))  # same size, other bytes

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from typing import Any
 
 from engine.jsonio import read_json, write_json_atomic
@@ -79,13 +77,7 @@ def test_damage_warned_once_logged_once_listed_until_fixed() -> None:
                 "recallStateDiscarded",
             ]
             assert st["repairs"][SESSION][0]["counts"]["adoptedFolders"] == 1
-            out = subprocess.run(
-                [sys.executable, "-m", "rofmd", "status", "--socket", str(d.socket_path)],
-                capture_output=True,
-                text=True,
-                timeout=30,
-                env=d.env,
-            )
+            out = d.cli("status", "--socket", str(d.socket_path))
             assert out.returncode == 0, out.stderr
             assert f"UNREADABLE   {SESSION}  1 memory folder(s) skipped by recall: {ids[0]}" in (
                 out.stdout

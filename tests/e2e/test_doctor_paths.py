@@ -5,8 +5,6 @@ not the defaults, when no --config-dir / --memory-root is given (`make run` serv
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import orjson
 
@@ -18,13 +16,7 @@ def test_doctor_looks_at_the_daemons_config_dir_and_memory_root() -> None:
         env = {k: v for k, v in d.env.items() if not k.startswith("XDG_")}
         env["XDG_CONFIG_HOME"] = str(d.base / "elsewhere-config")  # the default it must not use
         (d.config_dir / "config.json").write_bytes(orjson.dumps({"recall": {"limit": "x"}}))
-        out = subprocess.run(
-            [sys.executable, "-m", "rofmd", "doctor", "--socket", str(d.socket_path), "--json"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=env,
-        )
+        out = d.cli("doctor", "--socket", str(d.socket_path), "--json", env=env)
         report = orjson.loads(out.stdout)
         checks = {c["name"]: c for c in report["checks"]}
         assert checks["daemon"]["ok"] and f"pid {d.proc.pid}" in checks["daemon"]["detail"]

@@ -7,15 +7,15 @@ recall, and the off / index / constrain modes. The daemon runs the packaged conf
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
 from engine import texts
-from tests.archive_fixtures import Surface, floored_params
+from tests.archive_fixtures import Surface
 from tests.e2e.client import Client as SharedClient
+from tests.e2e.client import file_turn, judge_topics, session_dir, stats_records
 from tests.e2e.harness import DaemonProcess, running_daemon
 
 TOPICS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -63,21 +63,12 @@ class Client(SharedClient):
 
 @pytest.fixture
 def client(daemon: DaemonProcess) -> Iterator[Client]:
-    c = Client(daemon)
-    yield c
-    c.configure({})
-    c.close()
+    with Client(daemon) as c:
+        yield c
 
 
-def session_dir(d: DaemonProcess, sid: str) -> Path:
-    return d.memory_root / "sessions" / sid
-
-
-def filler(s: Surface, i: int, size: int = 300) -> None:
-    s.user(f"第{i}个问题：请帮我看看配置文件。" + "内容" * (size // 2))
-    s.assistant("我来读取文件。", [(f"call-{i}", "read_file", '{"path":"a.txt"}')])
-    s.tool(f"call-{i}", f"file {i}: " + "x" * size)
-    s.assistant(f"第{i}个回答：配置没问题。" + "好的" * (size // 2))
+def filler(s: Surface, i: int) -> None:
+    file_turn(s, i, "请帮我看看配置文件。")
 
 
 _STORES: dict[str, dict[str, str]] = {}
@@ -97,24 +88,8 @@ def store(d: DaemonProcess, c: Client, sid: str) -> dict[str, str]:
             filler(s, len(s.nodes) + i)
     for i in range(60):
         filler(s, 1000 + i)
-    comp = c.call("agent/pre-step", floored_params(s, sid))["compaction"]
-    assert comp is not None
-    assert c.call("archive/commit", {"session": {"id": sid}, "token": comp["token"]})["ok"]
-    found: dict[str, str] = {}
-    updates = []
-    for i, fid in enumerate(comp["folders"]):
-        doc = orjson.loads((session_dir(d, sid) / fid / "context.json").read_bytes())
-        messages = doc["messages"] if isinstance(doc, dict) else doc
-        text = "\n".join(str(m.get("content")) for m in messages)
-        update: dict[str, Any] = {"keywords": ["配置文件", f"问题{i}", "读取文件"], "alpha": 0.3}
-        for topic, (line, judged) in TOPICS.items():
-            if line in text:
-                found[topic] = fid
-                update = {**judged, "alpha": 0.7}
-        updates.append({"id": fid, **update, "beta": 2, "reason": "测试"})
-    judged = c.tool(sid, "memory_judge", {"updates": updates})
-    assert judged["isError"] is False, judged
-    assert set(found) == set(TOPICS), found
+    topics = {topic: (line, {**judged, "alpha": 0.7}) for topic, (line, judged) in TOPICS.items()}
+    found = judge_topics(d, c, sid, c.archive(s, sid)["folders"], topics)
     _STORES[sid] = found
     return found
 
@@ -124,8 +99,7 @@ def text_of(res: Any) -> str:
 
 
 def tool_records(d: DaemonProcess, sid: str) -> list[dict[str, Any]]:
-    lines = (session_dir(d, sid) / "stats.jsonl").read_bytes().splitlines()
-    return [r for r in map(orjson.loads, lines) if r.get("trigger") == "tool"]
+    return [r for r in stats_records(d, sid) if r.get("trigger") == "tool"]
 
 
 def test_a_similar_event_gives_candidates_no_memories_and_no_strike(

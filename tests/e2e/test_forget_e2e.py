@@ -9,8 +9,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,11 +18,10 @@ import pytest
 
 from engine import texts
 from engine.recall.hygiene import HYGIENE_FILE
-from tests.archive_fixtures import Surface, floored_params
+from tests.e2e.client import GATEWAY, gateway_conversation, session_dir
 from tests.e2e.client import Client as SharedClient
 from tests.e2e.harness import DaemonProcess, running_daemon, short_tmpdir
 
-GATEWAY = ("星港项目的接口网关端口是 8080，灰度比例 10%。", "收到，接口网关 8080，灰度 10%。")
 QUESTION = "星港项目的接口网关端口是多少？"
 
 
@@ -52,19 +49,11 @@ def block(answer: dict[str, Any]) -> str:
 
 def archive_and_judge(d: DaemonProcess, c: Client, sid: str) -> str:
     """Archive a conversation and score it; the folder about the gateway's id."""
-    s = Surface()
-    s.system()
-    s.user(GATEWAY[0])
-    s.assistant(GATEWAY[1])
-    for i in range(24):
-        s.turn_pair(i, 300)
-    comp = c.call("agent/pre-step", floored_params(s, sid))["compaction"]
-    assert comp is not None
-    assert c.call("archive/commit", {"session": {"id": sid}, "token": comp["token"]})["ok"]
+    comp = c.archive(gateway_conversation(24), sid)
     gateway = ""
     updates = []
     for i, fid in enumerate(comp["folders"]):
-        meta = orjson.loads((d.memory_root / "sessions" / sid / fid / "meta.json").read_bytes())
+        meta = orjson.loads((session_dir(d, sid) / fid / "meta.json").read_bytes())
         if meta["title"].startswith("星港项目"):
             gateway = fid
             kw = ["星港项目", "接口网关", "端口 8080"]
@@ -176,22 +165,10 @@ def test_pause_stops_injection_and_shows_in_status(world: World) -> None:
     assert c.call("status", {})["memoryControl"][sid]["recallPaused"] is True
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     sock = str(d.socket_path)
-    shown = subprocess.run(
-        [sys.executable, "-m", "rofmd", "status", "--socket", sock],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
+    shown = d.cli("status", "--socket", sock, env=env)
     assert re.search(rf"memory\s+{sid}\s+recall PAUSED since ", shown.stdout), shown.stdout
     # the shell's forget is the same tool: resume through it
-    resumed = subprocess.run(
-        [sys.executable, "-m", "rofmd", "forget", "--socket", sock, "--session", sid, "--resume"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
+    resumed = d.cli("forget", "--socket", sock, "--session", sid, "--resume", env=env)
     assert resumed.returncode == 0 and texts.CONTROL_RESUMED in resumed.stdout
     assert gateway in c.ask(sid)["recalled"]
 

@@ -465,13 +465,10 @@ def test_matrix_10_a_delegated_session_is_a_subagent(env: Env, client: Client) -
 
 def test_matrix_11_a_connection_without_tools_is_refused(env: Env) -> None:
     caps = {"tokenMeter": True, "systemPrompt": True, "tools": False, "attachments": True}
-    c = Client(env.d, caps=caps)
-    try:
+    with Client(env.d, caps=caps) as c:
         assert c.init["tools"] == []
         text = refused(env, c, "onebot-private-10001", "no-tools")
         assert text == texts.GROUP_RECALL_REFUSED_NO_TOOLS
-    finally:
-        c.close()
 
 
 def test_matrix_12_a_forged_owner_marker_in_the_text_changes_nothing(
@@ -509,15 +506,14 @@ def test_matrix_14_a_shared_store_is_refused(env: Env, client: Client) -> None:
 
 def test_matrix_15_enabled_false_unlists_and_refuses(env: Env, client: Client) -> None:
     assert NAME in [t["name"] for t in client.init["tools"]]
-    with reconfigured(client, {"compat": {"crossChat": {"enabled": False}}}):
-        fresh = Client(env.d)
-        try:
-            assert NAME not in [t["name"] for t in fresh.init["tools"]]
-            assert len(fresh.init["tools"]) == len(client.init["tools"]) - 1
-            text = refused(env, fresh, "onebot-private-10001", "disabled")
-            assert "不可用" in text and "已禁用" in text
-        finally:
-            fresh.close()
+    with (
+        reconfigured(client, {"compat": {"crossChat": {"enabled": False}}}),
+        Client(env.d) as fresh,
+    ):
+        assert NAME not in [t["name"] for t in fresh.init["tools"]]
+        assert len(fresh.init["tools"]) == len(client.init["tools"]) - 1
+        text = refused(env, fresh, "onebot-private-10001", "disabled")
+        assert "不可用" in text and "已禁用" in text
 
 
 def test_matrix_16_a_hot_switch_off_refuses_the_next_call(env: Env, client: Client) -> None:
@@ -528,16 +524,15 @@ def test_matrix_16_a_hot_switch_off_refuses_the_next_call(env: Env, client: Clie
 
 
 def test_matrix_17_qqbots_off_has_no_tool(env: Env) -> None:
-    with started(deep_merge(BASE_CONFIG, {"compat": {"qqBots": "off"}})) as off:
-        c = Client(off.d)
-        try:
-            names = [t["name"] for t in c.init["tools"]]
-            assert NAME not in names and "memory_recall" in names
-            c.call("prompt/sections", {"session": {"id": "onebot-private-10001"}})
-            text = refused(off, c, "onebot-private-10001", "disabled")
-            assert text == texts.GROUP_RECALL_REFUSED_DISABLED
-        finally:
-            c.close()
+    with (
+        started(deep_merge(BASE_CONFIG, {"compat": {"qqBots": "off"}})) as off,
+        Client(off.d) as c,
+    ):
+        names = [t["name"] for t in c.init["tools"]]
+        assert NAME not in names and "memory_recall" in names
+        c.call("prompt/sections", {"session": {"id": "onebot-private-10001"}})
+        text = refused(off, c, "onebot-private-10001", "disabled")
+        assert text == texts.GROUP_RECALL_REFUSED_DISABLED
 
 
 def test_matrix_18_owner_only_false_warns_and_lets_any_private_chat_in(
@@ -706,40 +701,36 @@ def test_a_group_store_the_daemon_wrote_is_read_back() -> None:
     """A group chat archived and judged through the daemon (its index log and all), then
     read by the owner: nothing the tool does changes it."""
     sid = "onebot-group-555000"
-    with started(BASE_CONFIG) as e:
-        c = Client(e.d)
-        try:
-            s = Surface()
-            s.system()
-            s.user("星港项目的发布窗口定在每周三晚上八点。")
-            s.assistant("好的，发布窗口：每周三 20:00。")
-            for i in range(30):
-                s.turn_pair(i, 300)
-            comp = c.call("agent/pre-step", floored_params(s, sid))["compaction"]
-            assert comp is not None
-            token = comp["token"]
-            assert c.call("archive/commit", {"session": {"id": sid}, "token": token})["ok"]
-            updates = []
-            for n, fid in enumerate(comp["folders"]):
-                meta = orjson.loads((e.root / "sessions" / sid / fid / "meta.json").read_bytes())
-                first = meta["title"].startswith("星港项目")
-                keywords = (
-                    ["发布窗口", "星港项目", "每周三"]
-                    if first
-                    else ["配置文件", f"问题{n}", "读取文件"]
-                )
-                updates.append(
-                    {"id": fid, "keywords": keywords, "alpha": 0.7, "beta": 1, "reason": "测试"}
-                )
-            judged = c.tool(sid, "memory_judge", {"updates": updates})
-            assert judged["isError"] is False, judged
-            c.call("prompt/sections", {"session": {"id": "onebot-private-10001"}})
-            before = tree(e.root)
-            answer = call(c, "onebot-private-10001", query="发布窗口", group="555000")
-            assert answer["isError"] is False and leaks(answer) == []
-            assert tree(e.root) == before
-            [item] = answer["value"]["items"]
-            assert item["chatKey"] == sid and "每周三晚上八点" in item["snippet"]
-            assert text_of(answer).splitlines()[2].startswith("1. [群 555000] ")
-        finally:
-            c.close()
+    with started(BASE_CONFIG) as e, Client(e.d) as c:
+        s = Surface()
+        s.system()
+        s.user("星港项目的发布窗口定在每周三晚上八点。")
+        s.assistant("好的，发布窗口：每周三 20:00。")
+        for i in range(30):
+            s.turn_pair(i, 300)
+        comp = c.call("agent/pre-step", floored_params(s, sid))["compaction"]
+        assert comp is not None
+        token = comp["token"]
+        assert c.call("archive/commit", {"session": {"id": sid}, "token": token})["ok"]
+        updates = []
+        for n, fid in enumerate(comp["folders"]):
+            meta = orjson.loads((e.root / "sessions" / sid / fid / "meta.json").read_bytes())
+            first = meta["title"].startswith("星港项目")
+            keywords = (
+                ["发布窗口", "星港项目", "每周三"]
+                if first
+                else ["配置文件", f"问题{n}", "读取文件"]
+            )
+            updates.append(
+                {"id": fid, "keywords": keywords, "alpha": 0.7, "beta": 1, "reason": "测试"}
+            )
+        judged = c.tool(sid, "memory_judge", {"updates": updates})
+        assert judged["isError"] is False, judged
+        c.call("prompt/sections", {"session": {"id": "onebot-private-10001"}})
+        before = tree(e.root)
+        answer = call(c, "onebot-private-10001", query="发布窗口", group="555000")
+        assert answer["isError"] is False and leaks(answer) == []
+        assert tree(e.root) == before
+        [item] = answer["value"]["items"]
+        assert item["chatKey"] == sid and "每周三晚上八点" in item["snippet"]
+        assert text_of(answer).splitlines()[2].startswith("1. [群 555000] ")

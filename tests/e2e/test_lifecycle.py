@@ -38,26 +38,7 @@ def _status(path: Path) -> dict[str, Any]:
 
 def test_second_instance_refuses_and_names_the_pid() -> None:
     with running_daemon() as d:
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "rofmd",
-                "serve",
-                "--socket",
-                str(d.socket_path),
-                "--config-dir",
-                str(d.config_dir),
-                "--memory-root",
-                str(d.memory_root),
-                "--log-format",
-                "console",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            env=d.env,
-        )
+        out = d.cli("serve", *d.path_args(), "--log-format", "console")
         assert out.returncode == 1
         assert f"pid {d.proc.pid}" in out.stdout + out.stderr
         # the first daemon is untouched
@@ -220,8 +201,6 @@ def test_broken_config_at_start_starts_on_defaults() -> None:
 
 def test_cli_status_reload_and_doctor() -> None:
     with running_daemon() as d:
-        env = d.env
-        rofmd = [sys.executable, "-m", "rofmd"]
         # a host's bridge, connected and initialized, is listed by status
         bridge = LineSocket(d.socket_path)
         init = bridge.call(
@@ -234,22 +213,10 @@ def test_cli_status_reload_and_doctor() -> None:
             },
         )
         assert "result" in init, init
-        out = subprocess.run(
-            [*rofmd, "status", "--socket", str(d.socket_path), "--json"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            env=env,
-        )
+        out = d.cli("status", "--socket", str(d.socket_path), "--json")
         assert out.returncode == 0, out.stderr
         assert orjson.loads(out.stdout)["pid"] == d.proc.pid
-        out = subprocess.run(
-            [*rofmd, "status", "--socket", str(d.socket_path)],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            env=env,
-        )
+        out = d.cli("status", "--socket", str(d.socket_path))
         assert out.returncode == 0 and f"pid {d.proc.pid}" in out.stdout
         assert "client       dsh-rofm 0.1.0" in out.stdout
         assert "capabilities systemPrompt, tokenMeter)" in out.stdout
@@ -258,31 +225,9 @@ def test_cli_status_reload_and_doctor() -> None:
             ("dsh-rofm", ["systemPrompt", "tokenMeter"])
         ]
         bridge.close()
-        out = subprocess.run(
-            [*rofmd, "reload", "--socket", str(d.socket_path), "--json"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            env=env,
-        )
+        out = d.cli("reload", "--socket", str(d.socket_path), "--json")
         assert out.returncode == 0 and orjson.loads(out.stdout)["ok"] is True
-        out = subprocess.run(
-            [
-                *rofmd,
-                "doctor",
-                "--socket",
-                str(d.socket_path),
-                "--config-dir",
-                str(d.config_dir),
-                "--memory-root",
-                str(d.memory_root),
-                "--json",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            env=env,
-        )
+        out = d.cli("doctor", *d.path_args(), "--json")
         report = orjson.loads(out.stdout)
         assert out.returncode == 0, report
         assert [c["name"] for c in report["checks"]] == [
@@ -295,31 +240,10 @@ def test_cli_status_reload_and_doctor() -> None:
         ]
         assert report["checks"][-1]["ok"] and "off" in report["checks"][-1]["detail"]
     # the daemon is gone now: doctor and status fail with a hint
-    out = subprocess.run(
-        [
-            *rofmd,
-            "doctor",
-            "--socket",
-            str(d.socket_path),
-            "--config-dir",
-            str(d.config_dir),
-            "--memory-root",
-            str(d.memory_root),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        env=env,
-    )
+    out = d.cli("doctor", *d.path_args())
     assert out.returncode == 1
     assert "FAIL  daemon" in out.stdout and "fix: start it" in out.stdout
-    out = subprocess.run(
-        [*rofmd, "status", "--socket", str(d.socket_path)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        env=env,
-    )
+    out = d.cli("status", "--socket", str(d.socket_path))
     assert out.returncode == 1 and "hint:" in out.stderr
 
 

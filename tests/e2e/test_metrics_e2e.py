@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import socket
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
@@ -63,13 +61,7 @@ def test_metrics_count_what_happened() -> None:
         assert result(c.call(3, "tools/call", judge))["isError"] is False
         assert "error" in c.call(4, "no/such/method", {})
 
-        out = subprocess.run(
-            [sys.executable, "-m", "rofmd", "metrics", "--socket", str(d.socket_path)],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            env=d.env,
-        )
+        out = d.cli("metrics", "--socket", str(d.socket_path))
         assert out.returncode == 0, out.stderr
         got = _samples(out.stdout)
         ok = (("outcome", "ok"),)
@@ -101,12 +93,7 @@ def test_metrics_count_what_happened() -> None:
         assert scraped[key] == got.get(key, 0) + 1
         assert _http(metrics_sock, b"GET /nope HTTP/1.0\r\n\r\n")[0] == "HTTP/1.0 404 Not Found"
         assert _http(metrics_sock, b"POST /metrics HTTP/1.0\r\n\r\n")[0].startswith("HTTP/1.0 405")
-        as_json = subprocess.run(
-            [sys.executable, "-m", "rofmd", "metrics", "--socket", str(d.socket_path), "--json"],
-            capture_output=True,
-            timeout=30,
-            env=d.env,
-        )
+        as_json = d.cli("metrics", "--socket", str(d.socket_path), "--json")
         doc = orjson.loads(as_json.stdout)
         assert doc["contentType"] == "text/plain; version=0.0.4" and "rofmd_archives" in doc["text"]
         c.close()

@@ -21,8 +21,8 @@ import pytest
 
 from engine import texts
 from engine.compat.media import STAGING_DIR, staging_name
-from tests.archive_fixtures import Surface, floored_params
-from tests.e2e.client import Client
+from tests.archive_fixtures import Surface
+from tests.e2e.client import Client, folder_messages, session_dir
 from tests.e2e.harness import DaemonProcess, running_daemon, short_tmpdir
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + b"\x07" * 40
@@ -69,13 +69,6 @@ def daemon(files: Files) -> Iterator[DaemonProcess]:
         yield d
 
 
-@pytest.fixture
-def client(daemon: DaemonProcess) -> Iterator[Client]:
-    c = Client(daemon)
-    yield c
-    c.close()
-
-
 def picture_text(f: Files) -> str:
     return WRAP.format(f"看这张 [图片:{f.ok}] 还有 [图片:{f.secret}] 和 [图片:{f.escape}]")
 
@@ -103,23 +96,12 @@ def deliver(c: Client, sid: str, s: Surface) -> None:
         c.call("agent/inbox/inserted", {"session": {"id": sid}, "message": node["message"]})
 
 
-def session_dir(d: DaemonProcess, sid: str) -> Path:
-    return d.memory_root / "sessions" / sid
-
-
 def archived_messages(d: DaemonProcess, sid: str, folders: list[str]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for fid in folders:
-        doc = orjson.loads((session_dir(d, sid) / fid / "context.json").read_bytes())
-        out.extend(doc["messages"])
-    return out
+    return [m for fid in folders for m in folder_messages(d, sid, fid)]
 
 
 def archive(c: Client, sid: str, s: Surface) -> list[str]:
-    comp = c.call("agent/pre-step", floored_params(s, sid))["compaction"]
-    assert comp is not None
-    assert c.call("archive/commit", {"session": {"id": sid}, "token": comp["token"]})["ok"]
-    folders: list[str] = comp["folders"]
+    folders: list[str] = c.archive(s, sid)["folders"]
     return folders
 
 

@@ -130,6 +130,11 @@ def _where(d: DaemonProcess, root: Path | None = None) -> list[str]:
     return ["--memory-dir", str(root or d.memory_root), "--config-dir", str(d.config_dir)]
 
 
+def _engine_where(d: DaemonProcess) -> list[str]:
+    """`rofmd engine`'s spelling of `_where` (``--memory-root``)."""
+    return ["--memory-root", str(d.memory_root), "--config-dir", str(d.config_dir)]
+
+
 def test_the_read_tools_change_no_file(built: Built, capsys: pytest.CaptureFixture[str]) -> None:
     d = built.daemon
     before = _tree(d.memory_root)
@@ -157,15 +162,8 @@ def test_the_read_tools_change_no_file(built: Built, capsys: pytest.CaptureFixtu
         ["search", "配置文件", *_where(d)],
         ["search", "配置文件", *_where(d), "--session", SESSION, "--json"],
         ["audit", *_where(d), "--json"],
-        ["engine", "list", "--memory-root", str(d.memory_root), "--config-dir", str(d.config_dir)],
-        [
-            "engine",
-            "report",
-            "--memory-root",
-            str(d.memory_root),
-            "--config-dir",
-            str(d.config_dir),
-        ],
+        ["engine", "list", *_engine_where(d)],
+        ["engine", "report", *_engine_where(d)],
         ["selfcheck", *_where(d), *sessions, "--json", "--session", SESSION],
     ):
         code, out, err = _run(capsys, *argv)
@@ -283,15 +281,7 @@ def test_engine_report_has_eras_time_filters_and_dir(
     built: Built, capsys: pytest.CaptureFixture[str]
 ) -> None:
     d = built.daemon
-    argv = [
-        "engine",
-        "report",
-        "--memory-root",
-        str(d.memory_root),
-        "--config-dir",
-        str(d.config_dir),
-    ]
-    code, out, _ = _run(capsys, *argv, "--json")
+    code, out, _ = _run(capsys, "engine", "report", *_engine_where(d), "--json")
     assert code == 0
     rep = orjson.loads(out)
     assert rep["eras"]["pending"] > 0 and rep["eras"]["measures"]["C"]["folders"] > 0
@@ -303,5 +293,5 @@ def test_engine_report_has_eras_time_filters_and_dir(
     assert only["sessions"] == [PENDING] and only["dir"] == str(one.resolve())
     assert only["eras"]["folders"] == only["eras"]["pending"] > 0
     assert only["recall"]["rounds"] == 0
-    code, out, _ = _run(capsys, *argv)
+    code, out, _ = _run(capsys, "engine", "report", *_engine_where(d))
     assert "pending eras " in out and "time filters " in out

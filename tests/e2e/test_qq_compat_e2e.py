@@ -7,8 +7,6 @@ memory_group_recall have their own modules."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -243,13 +241,7 @@ def test_derpyu_autopatch_once_and_model_scoring(tmp_path: Path) -> None:
         assert target.read_bytes() == patched and target.stat().st_mtime_ns == stat.st_mtime_ns
         assert sorted(p.name for p in target.parent.glob("*.bak-rofm-*")) == backups
         assert c.call("status", {})["compat"]["patch"] == "already"
-        plain = subprocess.run(
-            [sys.executable, "-m", "rofmd", "status", "--socket", str(d.socket_path)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=d.env,
-        ).stdout
+        plain = d.cli("status", "--socket", str(d.socket_path)).stdout
         assert "qq compat    on (qqBots auto; derpyu-qq-bridge)" in plain, plain
         assert "Derpyu whitelist patched (already)" in plain
         folders = archive(c, "qqb-g-31")

@@ -5,18 +5,16 @@ channel (an assistant promise found by a question in words its keywords lack).""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
 from engine import texts
-from tests.archive_fixtures import Surface, floored_params
-from tests.e2e.client import Client
+from tests.archive_fixtures import Surface
+from tests.e2e.client import GATEWAY, Client, file_turn, judge_topics, session_dir, stats_records
 from tests.e2e.harness import DaemonProcess, running_daemon
 
-GATEWAY = ("星港项目的接口网关端口是 8080，灰度比例 10%。", "收到，接口网关 8080，灰度 10%。")
 TRIP = ("日本旅行我们订了京都站旁边的酒店。", "好的，京都站旁边的酒店记下了。")
 PROMISE = ("我的名字太普通了，给我起个外号吧！", "好呀，以后我就叫你小鲸。")
 TWO = "星港项目的接口网关端口是多少？日本旅行订的是哪家酒店？"
@@ -30,31 +28,10 @@ def daemon() -> Iterator[DaemonProcess]:
         yield d
 
 
-@pytest.fixture
-def client(daemon: DaemonProcess) -> Iterator[Client]:
-    c = Client(daemon)
-    yield c
-    c.configure({})
-    c.close()
-
-
-def session_dir(d: DaemonProcess, sid: str) -> Path:
-    return d.memory_root / "sessions" / sid
-
-
-def folder_text(d: DaemonProcess, sid: str, fid: str) -> str:
-    doc = orjson.loads((session_dir(d, sid) / fid / "context.json").read_bytes())
-    messages = doc["messages"] if isinstance(doc, dict) else doc
-    return "\n".join(str(m.get("content")) for m in messages)
-
-
-def filler(s: Surface, i: int, size: int = 300) -> None:
+def filler(s: Surface, i: int) -> None:
     """A turn about a config file whose question also says 之前说过 … 叫什么 (so a search by
-    the words of 你之前说过叫我什么 finds these first), with a tool call and an answer."""
-    s.user(f"第{i}个问题：你之前说过配置文件叫什么名字？" + "内容" * (size // 2))
-    s.assistant("我来读取文件。", [(f"call-{i}", "read_file", '{"path":"a.txt"}')])
-    s.tool(f"call-{i}", f"file {i}: " + "x" * size)
-    s.assistant(f"第{i}个回答：配置没问题。" + "好的" * (size // 2))
+    the words of 你之前说过叫我什么 finds these first)."""
+    file_turn(s, i, "你之前说过配置文件叫什么名字？")
 
 
 def archive_and_judge(d: DaemonProcess, c: Client, sid: str) -> dict[str, str]:
@@ -78,37 +55,17 @@ def archive_and_judge(d: DaemonProcess, c: Client, sid: str) -> dict[str, str]:
         s.turn_pair(len(s.nodes) + i, 300)
     for i in range(30):
         filler(s, 100 + i)
-    comp = c.call("agent/pre-step", floored_params(s, sid))["compaction"]
-    assert comp is not None
-    assert c.call("archive/commit", {"session": {"id": sid}, "token": comp["token"]})["ok"]
-    found: dict[str, str] = {}
-    updates = []
-    for i, fid in enumerate(comp["folders"]):
-        text = folder_text(d, sid, fid)
-        if GATEWAY[0] in text:
-            found["gateway"] = fid
-            update = {"keywords": ["星港项目", "接口网关", "端口 8080"], "alpha": 0.9}
-        elif TRIP[0] in text:
-            found["trip"] = fid
-            update = {"keywords": ["日本旅行", "京都站", "酒店"], "alpha": 0.7}
-        elif PROMISE[1] in text:
-            found["promise"] = fid
-            update = {"keywords": ["起外号", "名字普通", "外号"], "alpha": 0.6}
-        else:
-            update = {"keywords": ["配置文件", f"问题{i}", "读取文件"], "alpha": 0.3}
-        updates.append({"id": fid, **update, "beta": 2, "reason": "测试"})
-    judged = c.tool(sid, "memory_judge", {"updates": updates})
-    assert judged["isError"] is False, judged
-    assert set(found) == {"gateway", "trip", "promise"}, found
-    return found
+    topics = {
+        "gateway": (GATEWAY[0], {"keywords": ["星港项目", "接口网关", "端口 8080"], "alpha": 0.9}),
+        "trip": (TRIP[0], {"keywords": ["日本旅行", "京都站", "酒店"], "alpha": 0.7}),
+        "promise": (PROMISE[1], {"keywords": ["起外号", "名字普通", "外号"], "alpha": 0.6}),
+    }
+    return judge_topics(d, c, sid, c.archive(s, sid)["folders"], topics)
 
 
 def recall_records(d: DaemonProcess, sid: str) -> list[dict[str, Any]]:
-    lines = (session_dir(d, sid) / "stats.jsonl").read_bytes().splitlines()
     return [
-        r
-        for r in map(orjson.loads, lines)
-        if r.get("type") == "recall" and r.get("trigger") != "tool"
+        r for r in stats_records(d, sid) if r.get("type") == "recall" and r.get("trigger") != "tool"
     ]
 
 

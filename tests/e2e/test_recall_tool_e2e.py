@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import orjson
 import pytest
 
 from engine import texts
-from tests.archive_fixtures import Surface, floored_params
-from tests.e2e.client import Client
+from tests.e2e.client import GATEWAY, Client, gateway_conversation, session_dir
 from tests.e2e.harness import DaemonProcess, running_daemon
 
-GATEWAY = ("星港项目的接口网关端口是 8080，灰度比例 10%。", "收到，接口网关 8080，灰度 10%。")
 _ENTRY = re.compile(r"^### 回忆 \d+ · ", re.M)
 
 
@@ -25,30 +22,12 @@ def daemon() -> Iterator[DaemonProcess]:
         yield d
 
 
-@pytest.fixture
-def client(daemon: DaemonProcess) -> Iterator[Client]:
-    c = Client(daemon)
-    yield c
-    c.close()
-
-
-def session_dir(d: DaemonProcess, sid: str) -> Path:
-    return d.memory_root / "sessions" / sid
-
-
 def archive_and_judge(d: DaemonProcess, c: Client, sid: str) -> tuple[str, list[str]]:
     """Archive a conversation through pre-step + commit and judge every folder: the one
     about the gateway gets its keywords, the others (turns about a config file) share
     "配置文件" with distinct α. Returns (gateway folder, config folders by α desc)."""
-    s = Surface()
-    s.system()
-    s.user(GATEWAY[0])
-    s.assistant(GATEWAY[1])
-    for i in range(30):
-        s.turn_pair(i, 300)
-    comp = c.call("agent/pre-step", floored_params(s, sid))["compaction"]
-    assert comp is not None and len(comp["folders"]) >= 4
-    assert c.call("archive/commit", {"session": {"id": sid}, "token": comp["token"]})["ok"]
+    comp = c.archive(gateway_conversation(30), sid)
+    assert len(comp["folders"]) >= 4
     gateway = ""
     others: list[str] = []
     updates = []

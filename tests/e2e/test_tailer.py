@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -117,12 +115,7 @@ def test_logs_are_found_when_the_directory_appears_and_archived_within_two_secon
             assert fst is not None
             assert fst["session"] == "tail-fast" and fst["size"] == len(data) and fst["lag"] == 0
             assert fst["compactions"] == 1 and fst["lastError"] is None
-            out = subprocess.run(
-                [sys.executable, "-m", "rofmd", "status", "--socket", str(d.socket_path)],
-                capture_output=True,
-                text=True,
-                timeout=30,
-            )
+            out = d.cli("status", "--socket", str(d.socket_path))
             assert out.returncode == 0, out.stderr
             assert str(path) in out.stdout and f"offset {len(data)}" in out.stdout
     finally:

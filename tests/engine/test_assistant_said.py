@@ -22,7 +22,15 @@ from engine.recall import CandidateIndex, RecallState, analyze_query
 from engine.recall.assistant_said import detect_quote, swap_speaker, tool_assistant_query
 from engine.recall.search import keyword_query, search
 from engine.recall.select import ASSISTANT_LANE
-from tests.engine.recall_fixtures import BASE_MS, Entry, Sim, config, new_store, write_folders
+from tests.engine.recall_fixtures import (
+    BASE_MS,
+    Entry,
+    Sim,
+    config,
+    new_store,
+    nickname_folders,
+    write_folders,
+)
 from tests.engine.test_recall_ranked import RankedSim, ranked
 
 # ---- extraction -----------------------------------------------------------------------------
@@ -232,17 +240,7 @@ def old_folders(tmp: Path) -> tuple[Any, list[str]]:
     store = new_store(tmp)
     ids = write_folders(
         store,
-        [
-            {
-                "createdAt": BASE_MS + i,
-                "keywords": ["起外号"],
-                "messages": [
-                    {"role": "user", "content": "给我起个外号吧"},
-                    {"role": "assistant", "content": f"好呀，以后我就叫你{name}。"},
-                ],
-            }
-            for i, name in enumerate(NAMES)
-        ],
+        nickname_folders(list(NAMES)),
     )
     return store, ids
 

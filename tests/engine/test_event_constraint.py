@@ -10,13 +10,12 @@ import pytest
 
 from engine import texts
 from engine.config import ENGINE_DEFAULTS, MemoryConfig, deep_merge
-from engine.recall import CandidateIndex, RecallState
+from engine.recall import CandidateIndex
 from engine.recall.events import resolve_events
-from engine.recall.search import keyword_query, search
 from engine.recall.search_answer import render_answer, search_record
 from engine.recall.search_args import parse_search_args
 from engine.recall.strikes import RecallStrikes, counts_as_strike
-from tests.engine.recall_fixtures import BASE_MS, Entry
+from tests.engine.recall_fixtures import BASE_MS, Entry, tool_search
 
 
 def cfg_of(**over: Any) -> MemoryConfig:
@@ -43,15 +42,7 @@ def call(arguments: dict[str, Any], cfg: MemoryConfig = CFG) -> tuple[Any, Any, 
     args = parse_search_args(arguments, cfg)
     ix = index(cfg)
     constraint = resolve_events(args.events, ix.tags, cfg)
-    page = search(
-        ix,
-        RecallState(persist=False),
-        keyword_query(args.keywords, cfg),
-        cfg,
-        limit=args.limit,
-        offset=args.offset,
-        constraints=[constraint],
-    )
+    page = tool_search(ix, args, cfg, constraints=[constraint])
     strikes = RecallStrikes()
     strikes.record(page.mode, len(page.picks), page.miss_type)
     answer = render_answer(args, page, [], cfg, strikes=strikes)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.recall import CandidateIndex, RecallState, analyze_query, run_round
+from engine.recall import RecallState
 from engine.recall.block import expand_images, format_beta
 from engine.recall.dates import annotate_relative_time, format_event_range, resolve_timezone
 from engine.texts import (
@@ -17,22 +17,19 @@ from engine.texts import (
     RECALL_BLOCK_TIME_RULE,
     RECALL_EMPTY_HINT,
 )
-from tests.engine.recall_fixtures import BASE_MS, config, new_store, with_tz, write_folders
+from tests.engine.recall_fixtures import (
+    BASE_MS,
+    STARPORT,
+    config,
+    disk_round,
+    new_store,
+    with_tz,
+    write_folders,
+)
 
 SPEC = Path("/work/shared/spec/dsh-rofm-reference.txt")
 SPEC_V03 = Path("/work/shared/spec/dsh-rofm-reference-v0.3.txt")
 SHANGHAI = "Asia/Shanghai"
-
-STARPORT = {
-    "createdAt": BASE_MS,
-    "alpha": 0.85,
-    "beta": 8,
-    "keywords": ["星港项目", "接口网关 8080"],
-    "messages": [
-        {"role": "user", "content": "星港项目的接口网关端口是 8080，灰度比例 10%。"},
-        {"role": "assistant", "content": "收到，接口网关 8080，灰度 10%。"},
-    ],
-}
 
 LEGACY_BLOCK = (
     "## 记忆回忆（按创建时间从早到晚）\n\n"
@@ -81,16 +78,7 @@ def test_legacy_form_block_byte_for_byte(tmp_path: Path) -> None:
     write_folders(store, [STARPORT])
     cfg = with_tz(config(computeDates=False), SHANGHAI)
     rs = RecallState(path=store.paths.recall_state)
-    out = run_round(
-        store,
-        CandidateIndex(store.index, cfg),
-        rs,
-        analyze_query("星港项目的网关端口是多少？", cfg),
-        cfg,
-        now_ms=BASE_MS + 1,
-        turn=1,
-        session_key="s1",
-    )
+    out = disk_round(store, rs, "星港项目的网关端口是多少？", cfg, now_ms=BASE_MS + 1)
     assert out.recalled == [store.index[0].id]
     assert rs.block == LEGACY_BLOCK
     # the example entry line of the reference, after NFKC
@@ -128,16 +116,7 @@ def test_compute_dates_form_byte_for_byte(tmp_path: Path) -> None:
     )
     cfg = with_tz(config(computeDates=True), SHANGHAI)
     rs = RecallState(path=store.paths.recall_state)
-    run_round(
-        store,
-        CandidateIndex(store.index, cfg),
-        rs,
-        analyze_query("登录重构什么时候上线", cfg),
-        cfg,
-        now_ms=archived + 1,
-        turn=1,
-        session_key="s1",
-    )
+    disk_round(store, rs, "登录重构什么时候上线", cfg, now_ms=archived + 1)
     head, _, entry = rs.block.partition("\n\n### ")
     assert head.endswith(RECALL_BLOCK_TIME_RULE)
     assert entry == (
@@ -201,30 +180,12 @@ def test_pending_folders_never_recalled_and_empty_hint(tmp_path: Path) -> None:
     write_folders(store, [{**STARPORT, "scored": False}])
     cfg = config()
     rs = RecallState(path=store.paths.recall_state)
-    out = run_round(
-        store,
-        CandidateIndex(store.index, cfg),
-        rs,
-        analyze_query("星港项目", cfg),
-        cfg,
-        now_ms=BASE_MS,
-        turn=1,
-        session_key="s1",
-    )
+    out = disk_round(store, rs, "星港项目", cfg)
     assert out.recalled == []
     assert out.recall_record["candidates"] == 0
     assert rs.block == RECALL_EMPTY_HINT
     cfg2 = config(espEmptyHint=False)
-    run_round(
-        store,
-        CandidateIndex(store.index, cfg2),
-        rs,
-        analyze_query("星港项目", cfg2),
-        cfg2,
-        now_ms=BASE_MS,
-        turn=1,
-        session_key="s1",
-    )
+    disk_round(store, rs, "星港项目", cfg2)
     assert rs.block == ""
 
 
@@ -239,15 +200,6 @@ def test_block_caps_keep_at_least_one(tmp_path: Path) -> None:
     )
     cfg = config(maxRecalledChars=10)
     rs = RecallState(path=store.paths.recall_state)
-    out = run_round(
-        store,
-        CandidateIndex(store.index, cfg),
-        rs,
-        analyze_query("星港项目", cfg),
-        cfg,
-        now_ms=BASE_MS,
-        turn=1,
-        session_key="s1",
-    )
+    out = disk_round(store, rs, "星港项目", cfg)
     assert len(rs.additions) == 1
     assert len(out.block_record["evicted"]) == 2

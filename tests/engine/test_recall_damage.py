@@ -11,33 +11,17 @@ import pytest
 
 from engine.jsonio import write_json_atomic
 from engine.recall import (
-    CandidateIndex,
     RecallState,
-    analyze_query,
     prepare_state,
     read_state_file,
-    run_round,
 )
 from engine.relevance.folder_text import synced_index
 from engine.store import SessionStore, open_session
-from tests.engine.recall_fixtures import BASE_MS, config, new_store, write_folders
+from tests.engine.recall_fixtures import config, disk_round, numbered_store
 
 
 def _three(tmp_path: Path) -> tuple[SessionStore, list[str]]:
-    store = new_store(tmp_path)
-    ids = write_folders(
-        store,
-        [
-            {
-                "createdAt": BASE_MS + i * 1000,
-                "alpha": 0.8,
-                "keywords": ["星港项目", f"词{i}"],
-                "messages": [{"role": "user", "content": f"星港项目第{i}条"}],
-            }
-            for i in range(3)
-        ],
-    )
-    return store, ids
+    return numbered_store(tmp_path, [0.8, 0.8, 0.8])
 
 
 def test_unreadable_pick_is_skipped_and_returned_selection_unchanged(tmp_path: Path) -> None:
@@ -45,16 +29,7 @@ def test_unreadable_pick_is_skipped_and_returned_selection_unchanged(tmp_path: P
     cfg = config()
 
     def round_(rs: RecallState) -> tuple[list[str], list[tuple[str, str]], list[str]]:
-        out = run_round(
-            store,
-            CandidateIndex(store.index, cfg),
-            rs,
-            analyze_query("星港项目", cfg),
-            cfg,
-            now_ms=BASE_MS,
-            turn=1,
-            session_key="s1",
-        )
+        out = disk_round(store, rs, "星港项目", cfg)
         picked = [a["id"] for a in out.recall_record["added"]]
         return picked, [(u.folder_id, u.reason) for u in out.unreadable], out.readable
 

@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.config import MemoryConfig
-from engine.recall import Addition, CandidateIndex, RecallState, analyze_query, run_round
+from engine.recall import Addition, CandidateIndex, RecallState
 from engine.recall.fair import Pick
 from engine.recall.round import RoundOutcome
 from engine.relevance.index import RelevanceIndex
-from tests.engine.recall_fixtures import BASE_MS, Entry, config
+from tests.engine.recall_fixtures import BASE_MS, Entry, ask_round, config
 
 
 def ranked(**over: Any) -> MemoryConfig:
@@ -48,13 +48,12 @@ class RankedSim:
         )
 
     def ask(self, text: str) -> RoundOutcome:
-        return run_round(
+        return ask_round(
             None,
             self.index,
             self.state,
-            analyze_query(text, self.cfg),
+            text,
             self.cfg,
-            now_ms=BASE_MS,
             turn=self.state.round + 1,
             session_key="sim",
             context_window=self.window,

@@ -34,6 +34,7 @@ from tests.engine.recall_fixtures import (
     addition_of,
     config,
     new_store,
+    tool_search,
     with_tz,
     write_folders,
 )
@@ -362,14 +363,7 @@ def _folders(tmp_path: Path, n: int) -> tuple[Any, list[str]]:
 def _answer(store: Any, cfg: MemoryConfig, arguments: dict[str, Any]) -> Any:
     args = parse_search_args(arguments, cfg)
     index = CandidateIndex(store.index, cfg, 1)
-    page = search(
-        index,
-        RecallState(persist=False),
-        keyword_query(args.keywords, cfg),
-        cfg,
-        limit=args.limit,
-        offset=args.offset,
-    )
+    page = tool_search(index, args, cfg)
     entries, _ = load_entries(store, page.picks, cfg)
     return render_answer(args, page, entries, cfg)
 

@@ -8,46 +8,21 @@ from pathlib import Path
 import orjson
 
 from engine.recall import (
-    CandidateIndex,
     RecallState,
-    analyze_query,
     load_state_file,
     prepare_state,
-    run_round,
 )
 from engine.recall_view import RecallBlockView
 from engine.store import SessionStore
-from tests.engine.recall_fixtures import BASE_MS, config, new_store, write_folders
+from tests.engine.recall_fixtures import config, disk_round, numbered_store
 
 
 def _setup(tmp_path: Path) -> tuple[SessionStore, RecallState, list[str]]:
-    store = new_store(tmp_path)
-    ids = write_folders(
-        store,
-        [
-            {
-                "createdAt": BASE_MS + i * 1000,
-                "alpha": a,
-                "beta": 1,
-                "keywords": ["星港项目", f"词{i}"],
-                "messages": [{"role": "user", "content": f"星港项目第{i}条"}],
-            }
-            for i, a in enumerate([0.9, 0.3, 0.8])
-        ],
-    )
+    store, ids = numbered_store(tmp_path, [0.9, 0.3, 0.8], beta=1)
     cfg = config()
     rs = RecallState(path=store.paths.recall_state)
     prepare_state(rs, store, cfg)
-    run_round(
-        store,
-        CandidateIndex(store.index, cfg),
-        rs,
-        analyze_query("星港项目", cfg),
-        cfg,
-        now_ms=BASE_MS,
-        turn=3,
-        session_key="s1",
-    )
+    disk_round(store, rs, "星港项目", cfg, turn=3)
     rs.save()
     return store, rs, ids
 

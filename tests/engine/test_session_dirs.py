@@ -43,6 +43,7 @@ from engine.store.ids import (
     legacy_session_dir_name,
 )
 from engine.store.session_dirs import SESSION_FILE, owner_of
+from tests.cli_env import isolate_cli
 from tests.engine.test_store_crash import using
 
 NOW = 1_767_225_600_000
@@ -492,11 +493,7 @@ def test_engine_cli_list_names_sessions_by_id(
 ) -> None:
     from rofmd.cli.engine_cli import add_engine_parser
 
-    for name in ("ROFMD_MEMORY_ROOT", "ROFMD_CONFIG_DIR", "STATE_DIRECTORY"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    root = tmp_path / "mem"
+    root = isolate_cli(monkeypatch, tmp_path)
     _legacy_store(root, "chat_a", [("chat/a", 1)])
     _commit(open_session(root, "会话一"), [("会话一", 1)])
 

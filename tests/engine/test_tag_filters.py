@@ -10,13 +10,12 @@ import pytest
 
 from engine import texts
 from engine.config import ENGINE_DEFAULTS, MemoryConfig, deep_merge
-from engine.recall import CandidateIndex, RecallState
+from engine.recall import CandidateIndex
 from engine.recall.events import resolve_events
-from engine.recall.search import keyword_query, search
 from engine.recall.search_answer import render_answer
 from engine.recall.search_args import parse_search_args
 from engine.recall.tags import resolve_tags
-from tests.engine.recall_fixtures import BASE_MS, Entry, Sim
+from tests.engine.recall_fixtures import BASE_MS, Entry, Sim, tool_search
 
 CONSTRAIN = {"mode": "constrain"}
 
@@ -50,15 +49,7 @@ def call(arguments: dict[str, Any], cfg: MemoryConfig = CFG) -> tuple[Any, Any]:
     ix = CandidateIndex(ENTRIES, cfg)
     tags = {"location": args.locations, "person": args.persons}
     constraints = [resolve_events(args.events, ix.tags, cfg), resolve_tags(tags, ix.tags, cfg)]
-    page = search(
-        ix,
-        RecallState(persist=False),
-        keyword_query(args.keywords, cfg),
-        cfg,
-        limit=10,
-        offset=None,
-        constraints=constraints,
-    )
+    page = tool_search(ix, args, cfg, limit=10, offset=None, constraints=constraints)
     return page, render_answer(args, page, [], cfg)
 
 

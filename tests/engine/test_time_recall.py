@@ -17,10 +17,10 @@ import pytest
 
 from engine import texts
 from engine.config import ENGINE_DEFAULTS, MemoryConfig, deep_merge
-from engine.recall import CandidateIndex, RecallState
+from engine.recall import CandidateIndex
 from engine.recall.browse import browse
 from engine.recall.constraint import Constraint
-from engine.recall.search import SearchPage, keyword_query, load_entries, search
+from engine.recall.search import SearchPage, load_entries
 from engine.recall.search_answer import render_answer, search_record
 from engine.recall.search_args import SearchArgs, parse_search_args
 from engine.recall.strikes import counts_as_strike
@@ -31,7 +31,7 @@ from engine.timeexpr.civil import day_start, resolve_timezone
 from engine.timeexpr.index import TimeIndex
 from rofmd.cli.doctor import check_inert_keys
 from rofmd.server.settings import DaemonSettings
-from tests.engine.recall_fixtures import new_store, write_folders
+from tests.engine.recall_fixtures import new_store, tool_search, write_folders
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 D = date(2026, 10, 15)
@@ -104,16 +104,7 @@ def run(
     def go(cs: Sequence[Constraint]) -> SearchPage:
         if keywordless:
             return browse(index, cs, c, limit=args.limit, offset=args.offset)
-        return search(
-            index,
-            RecallState(persist=False),
-            keyword_query(args.keywords, c),
-            c,
-            limit=args.limit,
-            offset=args.offset,
-            relevance=relevance,
-            constraints=cs,
-        )
+        return tool_search(index, args, c, relevance=relevance, constraints=cs)
 
     if keywordless and plan.browse_refused:
         return None, plan.constraints(0 if plan.levels else None), args, plan

@@ -13,12 +13,10 @@ import orjson
 import pytest
 from structlog.testing import capture_logs
 
-from engine.config import build_config
 from engine.jsonio import read_json, write_json_atomic
 from engine.store import SessionStore, open_session
-from handlers.app import App, Paths
-from handlers.config_state import ConfigState
-from handlers.context import ConnectionState, RequestContext
+from handlers.app import App
+from handlers.context import RequestContext
 from handlers.damage import MAX_FOLDER_WARNINGS, DamageLedger
 from handlers.inbox import InboxParams, agent_inbox_inserted
 from handlers.params import NoParams, SessionParams
@@ -26,24 +24,18 @@ from handlers.pre_step import PreStepParams, pre_step
 from handlers.session_methods import agent_disposed
 from handlers.system import status
 from tests.engine.recall_fixtures import BASE_MS, write_folders
+from tests.handlers import app_fixtures
+from tests.handlers.app_fixtures import request_ctx
 
 SESSION = "sess-damage"
 
 
-class _Info:
-    def status_snapshot(self) -> dict[str, Any]:
-        return {"version": "test"}
-
-
 def make_app(root: Path, recall: dict[str, Any] | None = None) -> App:
-    tree = {"recall": recall or {}}
-    return App(
-        ConfigState(None, {}, build_config([("test", tree)])), Paths(root, root, root), _Info()
-    )
+    return app_fixtures.make_app(root, {"recall": recall or {}}, info={"version": "test"})
 
 
 def ctx(method: str) -> RequestContext:
-    return RequestContext("r", method, SESSION, ConnectionState(conn_id=1), BASE_MS + 60_000)
+    return request_ctx(method, BASE_MS + 60_000, SESSION)
 
 
 _mid = [0]

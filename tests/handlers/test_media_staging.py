@@ -11,10 +11,8 @@ from typing import Any
 import pytest
 
 from engine.compat.media import STAGING_DIR, media_roots, stage_images, staging_name
-from engine.config import build_config
-from handlers.app import App, Paths
-from handlers.config_state import ConfigState
-from handlers.context import ConnectionState, RequestContext
+from handlers.app import App
+from handlers.context import RequestContext
 from handlers.inbox import InboxParams, agent_inbox_inserted
 from handlers.media_staging import CLEAN_EVERY
 from handlers.pre_step import (
@@ -26,16 +24,12 @@ from handlers.pre_step import (
     pre_step,
 )
 from tests.archive_fixtures import T0, Surface, floored_params
+from tests.handlers.app_fixtures import make_app, request_ctx
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x05" * 48
 NOW = T0 + 3_600_000
 DAY = 86_400_000
 SID = "onebot-group-777"
-
-
-class _Info:
-    def status_snapshot(self) -> dict[str, Any]:
-        return {}
 
 
 @pytest.fixture
@@ -49,13 +43,11 @@ def media(tmp_path: Path) -> Path:
 @pytest.fixture
 def app(tmp_path: Path, media: Path) -> App:
     layer = {"compat": {"qqBots": "on", "mediaRoots": [str(media)]}}
-    config = ConfigState(None, {}, build_config([("test", layer)]))
-    root = tmp_path / "mem"
-    return App(config, Paths(root, root, root), _Info())
+    return make_app(tmp_path / "mem", layer)
 
 
 def ctx(method: str, now_ms: int = NOW) -> RequestContext:
-    return RequestContext("r1", method, SID, ConnectionState(conn_id=1), now_ms=now_ms)
+    return request_ctx(method, now_ms, SID)
 
 
 def message(mid: str, text: str) -> dict[str, Any]:

@@ -3,30 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from engine.config import build_config
 from engine.store import open_session
-from handlers.app import App, Paths
-from handlers.config_state import ConfigState
-from handlers.context import ConnectionState, RequestContext
+from handlers.context import RequestContext
 from handlers.scoring_policy import archive_gate
 from handlers.tasks_section import tasks_section_text, window_tokens
 from tests.engine.scoring_fixtures import BASE_MS, user, write_pending
-
-
-class _Info:
-    def status_snapshot(self) -> dict[str, Any]:
-        return {}
-
-
-def make_app(tmp_path: Path, tree: dict[str, Any]) -> App:
-    config = ConfigState(None, {}, build_config([("test", tree)]))
-    return App(config, Paths(tmp_path, tmp_path, tmp_path), _Info())
+from tests.handlers.app_fixtures import make_app, request_ctx
 
 
 def ctx(method: str = "agent/pre-step") -> RequestContext:
-    return RequestContext("r1", method, "s", ConnectionState(conn_id=1), now_ms=BASE_MS + 10**6)
+    return request_ctx(method, BASE_MS + 10**6)
 
 
 def seed(tmp_path: Path, session: str, n: int) -> list[str]:

@@ -15,44 +15,36 @@ from typing import Any
 
 import pytest
 
-from engine.config import MemoryConfig, build_config
+from engine.config import MemoryConfig
 from engine.scoring.eras import LEGACY_BOUNDARY_MS, SessionEraFacts, fake_window, folder_era, listed
 from engine.scoring.events import existing_label_list, label_counts
 from engine.scoring.task_block import (
     LIST_LIMIT,
     PendingItem,
-    ReviewItem,
     TaskBlock,
     TaskBlockInput,
     order_pending,
     render_task_block,
-    task_budget,
 )
-from engine.store import IndexEntry, SessionStore, StoreError, open_session, read_jsonl
-from handlers.app import App, Paths
-from handlers.config_state import ConfigState
-from handlers.context import ConnectionState, RequestContext
+from engine.store import IndexEntry, SessionStore, open_session, read_jsonl
+from handlers.context import RequestContext
 from handlers.scoring_policy import archive_gate, readable_for
 from handlers.sessions import SessionState
-from handlers.tasks_section import build_task_block, tasks_section_text, window_tokens
+from handlers.tasks_section import (
+    block_budget,
+    build_task_block,
+    review_item,
+    tasks_section_text,
+)
 from tests.engine.scoring_fixtures import BASE_MS, assistant, pending_meta, user
 from tests.engine.test_store_crash import FaultyFs, using
+from tests.handlers.app_fixtures import make_app, request_ctx
 
 NOW = BASE_MS + 5 * 86_400_000
 
 
-class _Info:
-    def status_snapshot(self) -> dict[str, Any]:
-        return {}
-
-
-def make_app(tmp_path: Path, tree: dict[str, Any]) -> App:
-    config = ConfigState(None, {}, build_config([("test", tree)]))
-    return App(config, Paths(tmp_path, tmp_path, tmp_path), _Info())
-
-
 def ctx(method: str = "agent/pre-step") -> RequestContext:
-    return RequestContext("r1", method, "s", ConnectionState(conn_id=1), now_ms=NOW)
+    return request_ctx(method, NOW)
 
 
 @pytest.fixture(autouse=True)
@@ -131,17 +123,7 @@ def old_build(state: SessionState, cfg: MemoryConfig, now_ms: int) -> TaskBlock:
         )
         for e in pending[:limit]
     ]
-    review_items = []
-    for e in review[:limit]:
-        try:
-            reason = store.get_meta(e.id).reason or ""
-        except StoreError:
-            reason = ""
-        review_items.append(
-            ReviewItem(
-                e.id, e.title, e.alpha, e.beta, e.keywords, reason, readable_for(state, e.id).text
-            )
-        )
+    review_items = [review_item(state, e) for e in review[:limit]]
     labels: list[tuple[str, int]] = []
     if pending_items and cfg.event.show_existing and cfg.event.mode != "off":
         counts = label_counts((e.events, e.event) for e in index)
@@ -153,11 +135,7 @@ def old_build(state: SessionState, cfg: MemoryConfig, now_ms: int) -> TaskBlock:
             labels=labels,
             has_recall_block=False,
             now_ms=now_ms,
-            budget_tokens=task_budget(
-                window_tokens(state, cfg),
-                max_tokens=cfg.scoring.task_max_tokens,
-                percent=cfg.scoring.task_budget_percent,
-            ),
+            budget_tokens=block_budget(state, cfg),
             pending_total=len(pending),
             review_total=len(review),
             channel=False,

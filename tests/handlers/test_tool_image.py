@@ -11,31 +11,20 @@ import orjson
 import pytest
 
 from engine import texts
-from engine.config import build_config
 from engine.jsonio import read_json
-from handlers.app import App, Paths
-from handlers.config_state import ConfigState
-from handlers.context import ConnectionState, RequestContext
+from handlers.app import App
+from handlers.context import RequestContext
 from handlers.pre_step import ArchiveCommitParams, PreStepParams, archive_commit, pre_step
 from handlers.tools import ToolCallParams, tool_schemas, tools_call
 from tests.archive_fixtures import T0, Surface, floored_params
+from tests.handlers.app_fixtures import make_app, request_ctx
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + b"\x00" * 32
 NOW = T0 + 3_600_000
 
 
-class _Info:
-    def status_snapshot(self) -> dict[str, Any]:
-        return {}
-
-
-def make_app(root: Path) -> App:
-    config = ConfigState(None, {}, build_config([("test", {})]))
-    return App(config, Paths(root, root, root), _Info())
-
-
 def ctx(method: str, now_ms: int = NOW) -> RequestContext:
-    return RequestContext("r1", method, "s", ConnectionState(conn_id=1), now_ms=now_ms)
+    return request_ctx(method, now_ms)
 
 
 async def call(app: App, sid: str, name: str, arguments: Any) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import orjson
 import pytest
+from anyio.abc import TaskGroup
 from pydantic import BaseModel
 
 from handlers.app import App, Paths
@@ -38,6 +39,19 @@ class _Info:
 def _app(tmp_path: Path) -> App:
     config = ConfigState.start(tmp_path / "cfg", {})
     return App(config, Paths(tmp_path / "mem", tmp_path, tmp_path), _Info())
+
+
+def _dispatcher(
+    tmp_path: Path, tg: TaskGroup, max_pending: int, request_timeout: float
+) -> Dispatcher:
+    """A dispatcher over a fresh app whose clock stands at 0."""
+    return Dispatcher(
+        _app(tmp_path),
+        tg,
+        max_pending_per_session=max_pending,
+        request_timeout=request_timeout,
+        clock_ms=lambda: 0,
+    )
 
 
 def _install(
@@ -90,9 +104,7 @@ async def test_same_session_in_order_other_sessions_concurrent(
     replies.expected = 200
     conn = ConnectionState(conn_id=1)
     async with anyio.create_task_group() as tg:
-        d = Dispatcher(
-            _app(tmp_path), tg, max_pending_per_session=500, request_timeout=10, clock_ms=lambda: 0
-        )
+        d = _dispatcher(tmp_path, tg, 500, 10)
         for i in range(200):
             d.submit(_call(i, f"s{i % 10}"), conn, replies)
         with anyio.fail_after(10):
@@ -129,9 +141,7 @@ async def test_cancel_before_commit_abandons_after_commit_completes(
     _install(monkeypatch, handler)
     conn = ConnectionState(conn_id=1)
     async with anyio.create_task_group() as tg:
-        d = Dispatcher(
-            _app(tmp_path), tg, max_pending_per_session=5, request_timeout=10, clock_ms=lambda: 0
-        )
+        d = _dispatcher(tmp_path, tg, 5, 10)
         # 1) not committed yet: cancelled, nothing written
         r1 = _Replies()
         r1.expected = 1
@@ -168,9 +178,7 @@ async def test_deadline_does_not_interrupt_a_commit(
     replies = _Replies()
     replies.expected = 1
     async with anyio.create_task_group() as tg:
-        d = Dispatcher(
-            _app(tmp_path), tg, max_pending_per_session=5, request_timeout=0.1, clock_ms=lambda: 0
-        )
+        d = _dispatcher(tmp_path, tg, 5, 0.1)
         d.submit(_call(1), ConnectionState(conn_id=1), replies)
         with anyio.fail_after(5):
             await replies.done.wait()
@@ -187,9 +195,7 @@ async def test_handler_exception_is_internal_error_with_id(
     replies = _Replies()
     replies.expected = 2
     async with anyio.create_task_group() as tg:
-        d = Dispatcher(
-            _app(tmp_path), tg, max_pending_per_session=5, request_timeout=5, clock_ms=lambda: 0
-        )
+        d = _dispatcher(tmp_path, tg, 5, 5)
         d.submit(_call(1, "x"), ConnectionState(conn_id=1), replies)
         d.submit(_call(2, "x"), ConnectionState(conn_id=1), replies)
         with anyio.fail_after(5):
@@ -228,9 +234,7 @@ async def test_a_large_request_is_validated_off_the_loop_with_the_same_answers(
         replies = _Replies()
         replies.expected = len(calls)
         async with anyio.create_task_group() as tg:
-            d = Dispatcher(
-                _app(tmp_path), tg, max_pending_per_session=5, request_timeout=5, clock_ms=lambda: 0
-            )
+            d = _dispatcher(tmp_path, tg, 5, 5)
             for i, raw in enumerate(calls):
                 call = Call(method="test/op", params=raw, id=i, has_id=True)
                 d.submit(call, ConnectionState(conn_id=1), replies, size=size)

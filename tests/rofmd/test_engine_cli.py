@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from rofmd.cli.engine_cli import add_engine_parser
+from tests.cli_env import isolate_cli
 
 NOW = 1_793_610_000_000
 
@@ -28,11 +29,7 @@ def _run(argv: list[str]) -> int:
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """An isolated memory root and config dir; no daemon settings from the environment."""
-    for name in ("ROFMD_MEMORY_ROOT", "ROFMD_CONFIG_DIR", "STATE_DIRECTORY"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    root = tmp_path / "mem"
+    root = isolate_cli(monkeypatch, tmp_path)
     return {"root": root, "common": ["--memory-root", str(root)], "tmp": tmp_path}
 
 

@@ -11,26 +11,13 @@ import pytest
 
 from engine.assistant_keywords import FIELD
 from engine.store import open_session
-from tests.engine.recall_fixtures import BASE_MS, write_folders
+from tests.engine.recall_fixtures import nickname_folders, write_folders
 from tests.rofmd.test_engine_cli import _json, _run, env  # noqa: F401 (the env fixture)
 
 
 def _old_session(root: Path) -> list[str]:
     store = open_session(root, "old")
-    return write_folders(
-        store,
-        [
-            {
-                "createdAt": BASE_MS + i,
-                "keywords": ["起外号"],
-                "messages": [
-                    {"role": "user", "content": "给我起个外号吧"},
-                    {"role": "assistant", "content": f"好呀，以后我就叫你{name}。"},
-                ],
-            }
-            for i, name in enumerate(("小鲸", "小鹿", "小熊"))
-        ],
-    )
+    return write_folders(store, nickname_folders(["小鲸", "小鹿", "小熊"]))
 
 
 def _files(root: Path) -> dict[Path, bytes]:

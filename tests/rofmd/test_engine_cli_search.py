@@ -12,6 +12,7 @@ import pytest
 
 from engine import texts
 from engine.store import open_session
+from tests.cli_env import isolate_cli
 from tests.engine.recall_fixtures import BASE_MS, write_folders
 from tests.rofmd.test_engine_cli import _run
 
@@ -20,11 +21,7 @@ SESSION = "cli"
 
 @pytest.fixture
 def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in ("ROFMD_MEMORY_ROOT", "ROFMD_CONFIG_DIR", "STATE_DIRECTORY"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    mem = tmp_path / "mem"
+    mem = isolate_cli(monkeypatch, tmp_path)
     store = open_session(mem, SESSION)
     write_folders(
         store,

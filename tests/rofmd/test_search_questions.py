@@ -11,6 +11,7 @@ import pytest
 
 from engine.store import open_session
 from rofmd.cli.main import main
+from tests.cli_env import isolate_cli
 from tests.engine.recall_fixtures import BASE_MS, write_folders
 
 SESSION = "questions"
@@ -18,11 +19,7 @@ SESSION = "questions"
 
 @pytest.fixture
 def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in ("ROFMD_MEMORY_ROOT", "ROFMD_CONFIG_DIR", "STATE_DIRECTORY"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    mem = tmp_path / "mem"
+    mem = isolate_cli(monkeypatch, tmp_path)
     asks = "什么时候开会？什么时候交报告？什么时候放假？到底什么时候？"
     folders = [
         {"keywords": ["开会", "报告"], "messages": [{"role": "user", "content": asks}]},

@@ -75,28 +75,25 @@ def test_an_installed_rofmd_loads_its_own_layers_before_anyone_elses(
         "print(engine.__file__); print(handlers.__file__); print(paths.packaged_config_path())\n"
         "print(load_config(None, {}).config.recall.mode)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-S", "-c", probe],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        cwd=tmp_path,
-        check=False,
-    )
+
+    def python(*args: str) -> subprocess.CompletedProcess[str]:
+        """This interpreter without site-packages, on the extracted wheel only."""
+        return subprocess.run(
+            [sys.executable, "-S", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            cwd=tmp_path,
+            check=False,
+        )
+
+    out = python("-c", probe)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0] == str(site / "rofmd" / "_engine" / "__init__.py")
     assert lines[1] == str(site / "rofmd" / "_handlers" / "__init__.py")
     assert lines[2] == str(site / "rofmd" / "_engine" / "config.json")
     assert lines[3] == "ranked"
-    version = subprocess.run(
-        [sys.executable, "-S", "-m", "rofmd", "--version"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        cwd=tmp_path,
-        check=False,
-    )
+    version = python("-m", "rofmd", "--version")
     assert version.returncode == 0 and version.stdout.startswith("rofmd "), version.stderr

@@ -4,12 +4,12 @@ import assert from 'node:assert/strict'
 import fs from 'node:fs'
 import path from 'node:path'
 
-import { apply } from '../index.js'
 import { connectRpc } from '../lib/rpc.js'
-import { MockHost, estimateTokens } from './support/mock-host.mjs'
+import { estimateTokens } from './support/mock-host.mjs'
+import { startBridged, stopBridged } from './support/bridged.mjs'
 import { TURNS, scorer } from './support/conversation.mjs'
 import { writePng } from './support/png.mjs'
-import { startDaemon, removeBase, diskFolders, indexIds, journals, meta, rofmd, sessionDir, within } from './support/daemon.mjs'
+import { diskFolders, indexIds, journals, meta, rofmd, sessionDir } from './support/daemon.mjs'
 
 const FAST = { reconnect: { initialDelayMs: 50, maxDelayMs: 500 } }
 
@@ -40,22 +40,14 @@ async function until(socket, predicate, what) {
 }
 
 describe('bridge ↔ real rofmd daemon: a whole conversation', { timeout: 60000 }, () => {
-  let d
-  let host
-  let bridge
-  let s
+  let d, host, bridge, s
 
   before(async () => {
-    d = await startDaemon()
-    host = new MockHost()
-    bridge = apply(host.ctx, { socketPath: d.socket, ...FAST })
-    await within(bridge.link.whenReady(), 10000, 'the bridge to connect')
+    ;({ d, host, bridge } = await startBridged(FAST))
   })
 
   after(async () => {
-    bridge?.dispose()
-    await d?.stop()
-    if (d) removeBase(d.base)
+    await stopBridged({ d, bridge })
   })
 
   it('registers exactly what initialize lists, and rofmd status shows the connection', async () => {

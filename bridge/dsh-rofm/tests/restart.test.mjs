@@ -2,10 +2,9 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 
-import { apply } from '../index.js'
-import { MockHost } from './support/mock-host.mjs'
+import { startBridged, stopBridged } from './support/bridged.mjs'
 import { TURNS, scorer, nginxLog, testOutput } from './support/conversation.mjs'
-import { startDaemon, removeBase, diskFolders, indexIds, journals, within } from './support/daemon.mjs'
+import { startDaemon, diskFolders, indexIds, journals, within } from './support/daemon.mjs'
 
 const SID = 'bridge-restart'
 
@@ -25,24 +24,16 @@ function unavailableWarnings(host) {
 }
 
 describe('the daemon dies and comes back mid-conversation', { timeout: 60000 }, () => {
-  let d
-  let host
-  let bridge
-  let s
+  let d, host, bridge, s
 
   before(async () => {
-    d = await startDaemon()
-    host = new MockHost()
-    bridge = apply(host.ctx, { socketPath: d.socket, reconnect: { initialDelayMs: 50, maxDelayMs: 400 } })
-    await within(bridge.link.whenReady(), 10000, 'the bridge to connect')
+    ;({ d, host, bridge } = await startBridged({ reconnect: { initialDelayMs: 50, maxDelayMs: 400 } }))
     s = host.session(SID, { scorer })
     await s.system('You are a helpful coding agent.')
   })
 
   after(async () => {
-    bridge?.dispose()
-    await d?.stop('SIGKILL')
-    if (d) removeBase(d.base)
+    await stopBridged({ d, bridge }, 'SIGKILL')
   })
 
   it('before the crash: archives committed and scored', async () => {
