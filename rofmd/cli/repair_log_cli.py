@@ -39,8 +39,6 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from engine.passive.events import message_of
-
 __all__ = ["LOG_NAMES", "add_repair_parser", "cmd_repair", "repair_file", "repair_line"]
 
 LOG_NAMES = ("session.v4.jsonl.zstd", "session.v4.jsonl")
@@ -95,7 +93,10 @@ class FileReport:
 
 def _message(event: dict[str, Any]) -> dict[str, Any] | None:
     """The event's message (engine.passive.events.message_of), as the dict it was parsed
-    into: the caller changes or forwards it."""
+    into: the caller changes or forwards it. Imported here, not at the top: `rofmd.cli.main`
+    imports this module to build its parser, and `rofmd status` must not load the engine."""
+    from engine.passive.events import message_of
+
     message = message_of(event)
     return message if isinstance(message, dict) else None
 
