@@ -2,9 +2,13 @@
 
 Layer order (reference §3, adapted to a daemon): engine defaults <- packaged
 ``config.json`` <- the user's ``config.json`` <- ``config.local.json`` <- environment
-overrides. Layers deep-merge per field: objects merge recursively, arrays and scalars
-replace. Each layer is validated as it is applied (see :mod:`engine.config.validate`),
-so a bad value in a higher layer falls back to what the lower layers said.
+overrides, stacked as pydantic-settings sources (:class:`_LayerStack`). Layers deep-merge
+per field: objects merge recursively, arrays and scalars replace.
+
+pydantic-settings' own merge cannot say "a bad value in a higher layer falls back to the
+layer below": it only overlays. So every source yields its layer already cleaned against
+the stack below it (:func:`engine.config.validate.clean_layer`), and pydantic-settings
+merges the clean layers; the cross-field rules then run once on the result.
 
 File problems are different from value problems: a file that is not JSON, or not a
 JSON object, raises :class:`ConfigFileError` so the daemon can keep its last good
@@ -14,33 +18,20 @@ config and say exactly why (the reference does the same with a half-written file
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import orjson
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from engine.config.defaults import ENGINE_DEFAULTS, FORBIDDEN_KEYS
 from engine.config.model import MemoryConfig
 from engine.config.paths import packaged_config_path
-from engine.config.validate import Warn, cross_check, describe, json_kind, merge_layer
-
-__all__ = [
-    "ENGINE_DEFAULTS_SOURCE",
-    "ENV_PREFIX",
-    "ENV_SOURCE",
-    "LOCAL_CONFIG_NAME",
-    "USER_CONFIG_NAME",
-    "ConfigBuild",
-    "ConfigFileError",
-    "build_config",
-    "deep_merge",
-    "env_overrides",
-    "load_config",
-    "read_config_file",
-    "strip_forbidden",
-]
+from engine.config.validate import Warn, clean_layer, cross_check, deep_merge, describe, json_kind
 
 ENV_PREFIX: Final = "ROFMD_CONFIG__"
 ENV_SOURCE: Final = "environment"
@@ -146,18 +137,6 @@ def strip_forbidden(value: Any, warn: Warn | None = None, path: str = "") -> Any
     return copy.deepcopy(value)
 
 
-def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    """New dict: objects merge recursively, arrays and scalars from ``override`` replace."""
-    merged: dict[str, Any] = copy.deepcopy(dict(base))
-    for key, value in override.items():
-        current = merged.get(key)
-        if isinstance(current, Mapping) and isinstance(value, Mapping):
-            merged[key] = deep_merge(current, value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
-
-
 def _parse_env_value(text: str) -> Any:
     """JSON if it parses (numbers, booleans, arrays, objects, quoted strings), else the text."""
     try:
@@ -216,11 +195,59 @@ def env_overrides(environ: Mapping[str, str]) -> tuple[dict[str, Any], list[str]
     return layer, used, warnings
 
 
-def _apply_layers(
-    layers: Iterable[tuple[str, Mapping[str, Any]]],
-) -> tuple[dict[str, Any], dict[str, Any], list[str], list[str], list[str]]:
-    acc: dict[str, Any] = copy.deepcopy(ENGINE_DEFAULTS)
-    raw: dict[str, Any] = copy.deepcopy(ENGINE_DEFAULTS)
+#: The layers of the build in progress, lowest first (pydantic-settings asks the settings
+#: class for its sources, so they cannot be passed to the constructor).
+_LAYERS: ContextVar[tuple[Mapping[str, Any], ...]] = ContextVar("config_layers")
+
+
+class _LayerSource(PydanticBaseSettingsSource):
+    """One config layer, already cleaned against the layers below it."""
+
+    def __init__(self, settings_cls: type[BaseSettings], tree: Mapping[str, Any]) -> None:
+        super().__init__(settings_cls)
+        self._tree = tree
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # the stack has no fields, only whole trees
+
+    def __call__(self) -> dict[str, Any]:
+        return copy.deepcopy(dict(self._tree))
+
+
+class _LayerStack(BaseSettings):
+    """The merged tree of :data:`_LAYERS`: no fields, every key kept as an extra."""
+
+    model_config = SettingsConfigDict(extra="allow")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Only our layers, highest first; the built-in sources (init, env, dotenv) stay out.
+        return tuple(_LayerSource(settings_cls, tree) for tree in reversed(_LAYERS.get()))
+
+
+def _stack(layers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    token = _LAYERS.set(tuple(layers))
+    try:
+        return dict(_LayerStack().model_extra or {})
+    finally:
+        _LAYERS.reset(token)
+
+
+def build_config(layers: Sequence[tuple[str, Mapping[str, Any]]]) -> ConfigBuild:
+    """Layer ``(source name, tree)`` pairs over the engine defaults, in order.
+
+    Never raises for a bad *value*: every problem becomes a warning and the key keeps
+    the value from below. The typed model is built from the validated tree.
+    """
+    clean: list[Mapping[str, Any]] = [ENGINE_DEFAULTS]
+    merged, raw = copy.deepcopy(ENGINE_DEFAULTS), copy.deepcopy(ENGINE_DEFAULTS)
     warnings: list[str] = []
     unknown: list[str] = []
     sources = [ENGINE_DEFAULTS_SOURCE]
@@ -232,23 +259,14 @@ def _apply_layers(
         if not isinstance(layer, Mapping):
             warn(f"layer is {describe(layer)}, expected an object; ignored")
             continue
-        clean = strip_forbidden(layer, warn)
-        raw = deep_merge(raw, clean)
-        merge_layer(acc, clean, warn, unknown)
+        stripped = strip_forbidden(layer, warn)
+        raw = deep_merge(raw, stripped)
+        clean.append(clean_layer(merged, stripped, warn, unknown))
+        merged = _stack(clean)
         sources.append(source)
-    cross_check(acc, lambda message: warnings.append(f"config: {message}"))
-    return acc, raw, warnings, sources, unknown
-
-
-def build_config(layers: Sequence[tuple[str, Mapping[str, Any]]]) -> ConfigBuild:
-    """Layer ``(source name, tree)`` pairs over the engine defaults, in order.
-
-    Never raises for a bad *value*: every problem becomes a warning and the key keeps
-    the value from below. The typed model is built from the validated tree.
-    """
-    acc, raw, warnings, sources, unknown = _apply_layers(layers)
+    cross_check(merged, lambda message: warnings.append(f"config: {message}"))
     return ConfigBuild(
-        config=MemoryConfig.model_validate(acc),
+        config=MemoryConfig.model_validate(merged),
         raw=raw,
         warnings=tuple(warnings),
         sources=tuple(sources),

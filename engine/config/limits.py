@@ -11,22 +11,6 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = [
-    "ALPHA_MAX",
-    "ALPHA_MIN",
-    "ASSISTANT_SAID_KEYWORDS_MAX",
-    "BETA_MAX",
-    "BETA_MIN",
-    "CATEGORY_CLASSES_MAX",
-    "CATEGORY_WORDS_MAX",
-    "KEYWORDS_MAX",
-    "KEYWORDS_MIN",
-    "QUERY_KEYWORDS_MAX",
-    "RECALL_LIMIT_DEFAULT",
-    "RECALL_LIMIT_MAX",
-    "RECALL_LIMIT_MIN",
-]
-
 #: α range: ``importance.min`` / ``importance.max`` are clamped into it (reference α（0.01～1）).
 ALPHA_MIN: Final = 0.01
 ALPHA_MAX: Final = 1.0

@@ -1,67 +1,78 @@
-"""Typed, frozen view of a validated memory configuration.
+"""The memory configuration (reference §3) as typed models: the one source of its tree.
 
-The models only *describe* a config that :mod:`engine.config.validate` has already
-checked and clamped, so constructing them from a build never fails; they exist so
-that the rest of the engine reads ``cfg.recall.fairness.theta_high`` with types and
-completion instead of poking into nested dicts with string keys.
+Every key is named here once, with its type, its engine default and its bound:
+a :class:`Range` for numbers, ``Literal`` for enums, a
+:class:`Special` marker for the few keys whose leniency is not implied by the type.
+:mod:`engine.config.validate` walks these fields to clean each config layer, and
+:data:`engine.config.defaults.ENGINE_DEFAULTS` is the dump of ``MemoryConfig()``.
 
 Attribute names are snake_case; the JSON spelling (the reference's camelCase) is the
 alias, and either is accepted on input. ``extra="allow"`` keeps unknown keys (the
 reference keeps and ignores them), and ``frozen=True`` makes a config a value that can
 be swapped in one assignment on hot reload without anyone mutating it in place.
+
+Reading notes on the reference, and how they were decided:
+
+* ``recall.computeDates``: the §3 table and the v1.5.4/v1.6.0 notes say "engine default
+  false, packaged config true", while §3 also says engine and packaged defaults differ
+  in exactly six places (the five ``mode`` switches and ``time.timezone``). We keep the
+  six and use the shipped value, ``true``, on both sides.
+* ``keywords.max 38 → 316`` in the extracted text is ``3~8 → 3~16``; ``keywords.min`` and
+  ``keywords.max`` are clamped into 3..16.
+* ``recall.categoryMatch.classes`` word lists beyond the quoted heads, and the
+  ``importance.weights`` entries ("见文件" in the reference), are rofmd's own.
+* Ranges the reference does not give are the natural domain of the value (counts >= 0,
+  sizes >= 1, percentages 0..100, ratios and α-like values 0..1); where it gives one,
+  the field says so in a comment.
 """
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Mapping
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from engine.config.defaults import ENGINE_DEFAULTS
+from engine.config.limits import ALPHA_MAX, ALPHA_MIN, KEYWORDS_MAX, KEYWORDS_MIN, RECALL_LIMIT_MAX
+from engine.heuristic import DEFAULT_WEIGHTS
 
-__all__ = [
-    "AdaptiveQuotaConfig",
-    "AssistantSaidConfig",
-    "AutoHeuristicAfterRoundsConfig",
-    "BlockTrimConfig",
-    "CategoryClass",
-    "CategoryKeywordConfig",
-    "CategoryMatchConfig",
-    "ClauseSplitConfig",
-    "CompatConfig",
-    "CompressConfig",
-    "CrossChatConfig",
-    "EventConfig",
-    "EventSimilarityConfig",
-    "FairnessConfig",
-    "HighRelevanceConfig",
-    "ImportanceConfig",
-    "KeywordsConfig",
-    "LedgerConfig",
-    "LoggingConfig",
-    "MatchConfig",
-    "MemoryConfig",
-    "RareTermConfig",
-    "RecallConfig",
-    "RecycleConfig",
-    "RegisterConfig",
-    "RoundBudgetConfig",
-    "RulesConfig",
-    "ScoringConfig",
-    "SecretsConfig",
-    "StorageConfig",
-    "TagConfig",
-    "TagMentionsConfig",
-    "TestConfig",
-    "TimeConfig",
-    "TimeTagConfig",
-    "json_number_normalise",
-]
 
+class Special(enum.Enum):
+    """Field markers for rules the type does not imply (see :mod:`engine.config.validate`)."""
+
+    TIMEZONE = "an IANA zone name, or '' for the host's local zone"
+    NON_BLANK = "a string that is not empty or whitespace"
+    ID_LIST = "QQ ids: strings or numbers, numbers turned into strings"
+    ALWAYS_FALSE = "a switch the reference pins to false"
+
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    """Inclusive bounds a layer's number is clamped into (``lo_open``: rejected at ``lo``).
+
+    Deliberately not ``Field(ge=, le=)``: pydantic would enforce those on every
+    ``model_validate``, while a model only describes a tree that was already cleaned, and
+    engine code and tests build configs beyond the user-facing ranges on purpose.
+    """
+
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+
+
+Percent = Annotated[float, Range(0, 100)]
+PositivePercent = Annotated[float, Range(1, 100)]
+Ratio = Annotated[float, Range(0, 1)]
+Alpha = Annotated[float, Range(ALPHA_MIN, ALPHA_MAX)]  # α（0.01～1）
+Count = Annotated[int, Range(0)]
+Positive = Annotated[int, Range(1)]
+KeywordCount = Annotated[int, Range(KEYWORDS_MIN, KEYWORDS_MAX)]  # v1.5.4: 3~16
 TagMode = Literal["off", "index", "constrain"]
+Words = tuple[str, ...]
 
 
 def json_number_normalise(value: Any) -> Any:
@@ -92,10 +103,7 @@ class _Section(BaseModel):
     """Common model settings: camelCase aliases, unknown keys kept, immutable."""
 
     model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="allow",
-        frozen=True,
+        alias_generator=to_camel, populate_by_name=True, extra="allow", frozen=True
     )
 
     def to_json(self, *, include_unknown: bool = True) -> dict[str, Any]:
@@ -119,37 +127,34 @@ def _dump(value: Any, include_unknown: bool) -> Any:
     return json_number_normalise(value)
 
 
-# --- §3.0 compress -------------------------------------------------------------------
-
-
 class CompressConfig(_Section):
-    """Archiving: when to cut, how much, and the v1.4.x guards around it."""
+    """§3.0 archiving: when to cut, how much, and the v1.4.x guards around it."""
 
-    enabled: bool
-    trigger_percent: float
-    compress_percent: float
-    release_target_percent: float
-    release_floor_enabled: bool
-    context_window_tokens: int
-    min_context_tokens: int
-    min_messages_to_compress: int
-    min_chunk_chars: int
-    target_chunk_chars: int
-    max_folders_per_run: int
-    max_folders_per_step: int
-    keep_recent_messages: int
-    max_boundary_overshoot: float
-    protect_current_turn: bool
-    allow_small_window: bool
-    small_window_tokens: int
-    hard_limit_stop: bool
-    apply_to_subagents: bool
-    apply_to_main_sessions: bool
-    pre_step_enabled: bool
-    emergency_percent: float
-    emergency_compress_percent: float
-    max_extra_passes: int
-    hard_limit_percent: float
+    enabled: bool = True
+    trigger_percent: PositivePercent = 60
+    compress_percent: PositivePercent = 20
+    release_target_percent: Percent = 50
+    release_floor_enabled: bool = True
+    context_window_tokens: Count = 0  # 0 = use the window the host reports
+    min_context_tokens: Count = 512
+    min_messages_to_compress: Count = 4
+    min_chunk_chars: Count = 200
+    target_chunk_chars: Positive = 1200
+    max_folders_per_run: Positive = 500
+    max_folders_per_step: Positive = 500
+    keep_recent_messages: Count = 2
+    max_boundary_overshoot: Annotated[float, Range(1)] = 1.25
+    protect_current_turn: bool = True
+    allow_small_window: bool = False
+    small_window_tokens: Count = 20000
+    hard_limit_stop: bool = True
+    apply_to_subagents: bool = False
+    apply_to_main_sessions: bool = True
+    pre_step_enabled: bool = True
+    emergency_percent: PositivePercent = 85
+    emergency_compress_percent: PositivePercent = 40
+    max_extra_passes: Count = 2
+    hard_limit_percent: PositivePercent = 95
 
     @property
     def release_floor_active(self) -> bool:
@@ -157,213 +162,230 @@ class CompressConfig(_Section):
         return self.release_floor_enabled and self.release_target_percent < self.trigger_percent
 
 
-# --- §3.0.1 importance / keywords / match -----------------------------------------------
-
-
 class ImportanceConfig(_Section):
-    """α bounds and the heuristic scorer's feature weights."""
+    """§3.0.1 α bounds and the heuristic scorer's feature weights (see engine.heuristic)."""
 
-    min: float
-    max: float
-    warn_above: float
-    weights: Mapping[str, float]
+    min: Alpha = 0.01
+    max: Alpha = 1
+    warn_above: Ratio = 0.8
+    weights: Mapping[str, float] = Field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
 
 
 class KeywordsConfig(_Section):
     """Archive-side keyword count (3..16) and matching mode."""
 
-    min: int
-    max: int
-    extra_stopwords: tuple[str, ...]
-    match_mode: Literal["contains", "exact"]
+    min: KeywordCount = 3
+    max: KeywordCount = 16
+    extra_stopwords: Words = ()
+    match_mode: Literal["contains", "exact"] = "contains"
 
 
 class MatchConfig(_Section):
     """Optional extensions of bidirectional keyword matching (both off by default)."""
 
-    expand_latin_case: bool
-    cjk_bigram: bool
-
-
-# --- §3.0.2 recall -------------------------------------------------------------------
+    expand_latin_case: bool = False
+    cjk_bigram: bool = False
 
 
 class CategoryClass(_Section):
     """One category of the deterministic synonym bridge: a label and its words."""
 
     label: str
-    words: tuple[str, ...]
+    words: Words
+
+
+# The six built-in classes of recall.categoryMatch (v1.4.1 addendum, Plan A). The
+# reference names the classes and labels and quotes the head of the first two word lists
+# (「喜好/偏好/喜欢/爱好/口味…」, 「约定/说好/承诺/以后都…」); the rest of each list is
+# ours: closed, offline, deterministic synonym sets for the same intent.
+_CATEGORY_CLASSES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "preference": (
+        "喜好",
+        ("喜好", "偏好", "喜欢", "爱好", "口味", "最爱", "爱吃", "习惯", "讨厌", "不喜欢"),
+    ),
+    "agreement": ("约定", ("约定", "说好", "承诺", "以后都", "答应", "约好", "商定", "保证")),
+    "decision": ("决定", ("决定", "决策", "决议", "定了", "选定", "拍板", "敲定")),
+    "rule": ("规则", ("规则", "规定", "规矩", "原则", "准则", "守则", "规范")),
+    "requirement": ("要求", ("要求", "需求", "必须", "务必", "一定要")),
+    "taboo": ("禁忌", ("禁忌", "忌讳", "忌口", "禁止", "不许", "不准", "过敏")),
+}
 
 
 class CategoryMatchConfig(_Section):
     """Category expansion (Plan A): high-α memories reachable through class synonyms."""
 
-    enabled: bool
-    alpha_min: float
-    classes: Mapping[str, CategoryClass]
+    enabled: bool = True
+    alpha_min: Ratio = 0.6
+    classes: Mapping[str, CategoryClass] = Field(
+        default_factory=lambda: {
+            name: CategoryClass(label=label, words=words)
+            for name, (label, words) in _CATEGORY_CLASSES.items()
+        }
+    )
 
 
 class RareTermConfig(_Section):
     """Rare-term threshold τ = max(minPosting, ceil(ratio × N)); scanCap bounds the seeds."""
 
-    ratio: float
-    min_posting: int
-    scan_cap: int
+    ratio: Ratio = 0.002
+    min_posting: Positive = 8
+    scan_cap: Positive = 512
 
 
 class RegisterConfig(_Section):
     """High-α defer register: lookahead × k_H candidates, capFactor × k_H capacity."""
 
-    lookahead: int
-    cap_factor: int
-    ttl_rounds: int
+    lookahead: Positive = 3
+    cap_factor: Positive = 8
+    ttl_rounds: Count = 2
 
 
 class RecycleConfig(_Section):
     """Recycle lane: re-entry after a cooldown, at most maxPerRound per round."""
 
-    enabled: bool
-    cooldown_rounds: int
-    max_per_round: int
+    enabled: bool = True
+    cooldown_rounds: Count = 15
+    max_per_round: Count = 1
 
 
 class LedgerConfig(_Section):
     """Surfaced ledger bound and its overflow policy."""
 
-    max_entries: int
-    overflow: Literal["evict-lowest-alpha-last-seen"]
+    max_entries: Positive = 10000
+    overflow: Literal["evict-lowest-alpha-last-seen"] = "evict-lowest-alpha-last-seen"
 
 
 class BlockTrimConfig(_Section):
     """Priority block trimming with current-query protection and the high-α pin."""
 
-    policy: Literal["priority"]
-    protect_current_query: bool
-    pin_high: bool
+    policy: Literal["priority"] = "priority"
+    protect_current_query: bool = True
+    pin_high: bool = True
 
 
 class RoundBudgetConfig(_Section):
     """Per-round injected character budget."""
 
-    max_chars: int
+    max_chars: Positive = 20000
 
 
 class FairnessConfig(_Section):
     """FAIR-DRI lanes (recall.mode = fair)."""
 
-    theta_high: float
-    explore_ratio: float
-    specific_probe_slots: int
-    rare_term: RareTermConfig
+    theta_high: Ratio = 0.6
+    explore_ratio: Ratio = 0.2
+    specific_probe_slots: Count = 1
+    rare_term: RareTermConfig = RareTermConfig()
     # ``register`` would shadow ABCMeta.register on the model class; PEP 8's trailing
     # underscore keeps the attribute usable while the JSON key stays "register".
-    register_: RegisterConfig = Field(alias="register")
-    query_boost: bool
-    recycle: RecycleConfig
-    ledger: LedgerConfig
-    block_trim: BlockTrimConfig
-    round_budget: RoundBudgetConfig
+    register_: RegisterConfig = Field(default=RegisterConfig(), alias="register")
+    query_boost: bool = True
+    recycle: RecycleConfig = RecycleConfig()
+    ledger: LedgerConfig = LedgerConfig()
+    block_trim: BlockTrimConfig = BlockTrimConfig()
+    round_budget: RoundBudgetConfig = RoundBudgetConfig()
 
 
 class AdaptiveQuotaConfig(_Section):
     """v1.5.0 adaptive quota for complex messages."""
 
-    enabled: bool
-    complex_quota: int
-    complex_min_clauses: int
-    complex_min_chars: int
-    complex_min_keywords: int
+    enabled: bool = True
+    complex_quota: Annotated[int, Range(1, RECALL_LIMIT_MAX)] = 20  # = limit's ceiling
+    complex_min_clauses: Positive = 2
+    complex_min_chars: Positive = 160
+    complex_min_keywords: Positive = 8
 
 
 class ClauseSplitConfig(_Section):
     """v1.5.0 multi-clause recall."""
 
-    enabled: bool
-    max_clauses: int
-    min_clause_chars: int
+    enabled: bool = True
+    max_clauses: Positive = 8
+    min_clause_chars: Count = 2
 
 
 class TagMentionsConfig(_Section):
     """v1.5.0 known tag names in the user message as hard filters."""
 
-    enabled: bool
-    max_tags_per_kind: int
+    enabled: bool = True
+    max_tags_per_kind: Annotated[int, Range(1, 32)] = 4  # 1..32
 
 
 class AssistantSaidConfig(_Section):
     """v1.5.0 「你说过」 assistant-utterance channel."""
 
-    enabled: bool
-    reserve_slots: int
+    enabled: bool = True
+    reserve_slots: Count = 2
 
 
 class HighRelevanceConfig(_Section):
     """v1.5.5 guaranteed slots for memories matching several distinct query keywords."""
 
-    enabled: bool
-    min_matches: int
-    reserve_slots: int
+    enabled: bool = True
+    min_matches: Positive = 2
+    reserve_slots: Count = 2
 
 
 class RankedConfig(_Section):
     """`recall.mode = "ranked"`: relevance-first selection (beyond the reference)."""
 
-    min_relative_score: float
-    alpha_prior: float
-    passage_weight: float
-    keep_rounds: int
+    min_relative_score: Ratio = 0.3
+    alpha_prior: Ratio = 0.2
+    passage_weight: Ratio = 0.5
+    keep_rounds: Count = 1
 
 
 class RecallConfig(_Section):
-    """Recall selection, safety valves, legacy parameters and the v1.5.x channels."""
+    """§3.0.2 recall selection, safety valves, legacy parameters and the v1.5.x channels."""
 
-    enabled: bool
-    mode: Literal["ranked", "fair", "deterministic", "legacy"]
-    first_gen_max: int
-    hops: int
-    max_recalled_blocks: int
-    max_recalled_chars: int
-    max_window_percent: float
-    min_alpha: float
-    persist_injected: bool
-    category_match: CategoryMatchConfig
-    sort: Literal["createdAt", "alpha", "generation"]
-    fairness: FairnessConfig
-    mu: float
-    sigma: float
-    max_generation: int
-    probability_scale: float
-    seed: int
-    trigger_source_kinds: tuple[str, ...]
-    apply_to_subagents: bool
-    apply_to_main_sessions: bool
-    esp_empty_hint: bool
-    adaptive_quota: AdaptiveQuotaConfig
-    clause_split: ClauseSplitConfig
-    tag_mentions: TagMentionsConfig
-    assistant_said: AssistantSaidConfig
-    show_tags: bool
-    compute_dates: bool
-    high_relevance: HighRelevanceConfig
-    ranked: RankedConfig
-
-
-# --- §3.0.3 time / event / tags / rules ---------------------------------------------
+    enabled: bool = True
+    # The engine keeps the reference's "fair"; the product ships "ranked" (BEYOND_REFERENCE).
+    mode: Literal["ranked", "fair", "deterministic", "legacy"] = "fair"
+    first_gen_max: Count = 10  # 0 = recall off (v1.4.1)
+    hops: Count = 0
+    max_recalled_blocks: Positive = 64
+    max_recalled_chars: Positive = 120000
+    max_window_percent: Percent = 10
+    min_alpha: Ratio = 0
+    persist_injected: bool = True
+    category_match: CategoryMatchConfig = CategoryMatchConfig()
+    sort: Literal["createdAt", "alpha", "generation"] = "createdAt"
+    fairness: FairnessConfig = FairnessConfig()
+    mu: float = 5
+    sigma: Annotated[float, Range(0, lo_open=True)] = 3  # divides in p(n)
+    max_generation: Count = 0  # 0 = unlimited
+    probability_scale: Annotated[float, Range(0)] = 1
+    seed: Count = 0  # > 0 = fixed seed
+    trigger_source_kinds: Words = ("user",)
+    apply_to_subagents: bool = False
+    apply_to_main_sessions: bool = True
+    esp_empty_hint: bool = True
+    adaptive_quota: AdaptiveQuotaConfig = AdaptiveQuotaConfig()
+    clause_split: ClauseSplitConfig = ClauseSplitConfig()
+    tag_mentions: TagMentionsConfig = TagMentionsConfig()
+    assistant_said: AssistantSaidConfig = AssistantSaidConfig()
+    show_tags: bool = True
+    compute_dates: bool = True  # see the reading notes above
+    high_relevance: HighRelevanceConfig = HighRelevanceConfig()
+    ranked: RankedConfig = RankedConfig()
 
 
 class TimeConfig(_Section):
-    """Time assistance (day/month/year windows, widening ladder)."""
+    """§3.0.3 time assistance (day/month/year windows, widening ladder)."""
 
-    mode: TagMode
-    timezone: str
-    min_range_days: int
-    max_range_days: int
-    center_day_priority: bool
-    fallback: tuple[Literal["day3", "month", "year", "all"], ...]
-    fallback_min_results: int
-    window_scan_max: int
-    ask_user_hint: bool
-    judge_event_time: bool
+    mode: TagMode = "index"
+    # Resolved through zoneinfo at load time, so a misspelt zone is reported there rather
+    # than surfacing as wrong day boundaries in a recall.
+    timezone: Annotated[str, Special.TIMEZONE] = ""
+    min_range_days: Positive = 3  # < 3 is allowed with a warning
+    max_range_days: Positive = 366
+    center_day_priority: bool = True
+    # The ladder only widens, so it is kept in this canonical order.
+    fallback: tuple[Literal["day3", "month", "year", "all"], ...] = ("day3", "month", "year", "all")
+    fallback_min_results: Count = 1  # 0 is read as 1 (reference)
+    window_scan_max: Positive = 4096
+    ask_user_hint: bool = True
+    judge_event_time: Annotated[bool, Special.ALWAYS_FALSE] = False
 
     @property
     def effective_fallback_min_results(self) -> int:
@@ -374,98 +396,92 @@ class TimeConfig(_Section):
 class EventSimilarityConfig(_Section):
     """Event label similarity (Dice by default)."""
 
-    metric: Literal["dice", "avg", "min"]
-    threshold: float
-    max_candidates: int
+    metric: Literal["dice", "avg", "min"] = "dice"
+    threshold: Ratio = 0.72
+    max_candidates: Annotated[int, Range(1, 10)] = 5  # 1..10
 
 
 class EventConfig(_Section):
     """Event labels: constraint mode, normalisation and merge approval."""
 
-    mode: TagMode
-    max_label_length: int
-    similarity: EventSimilarityConfig
-    ask_user_hint: bool
-    max_per_folder: int
-    merge_requires_approval: bool
-    show_existing: bool
-    show_existing_limit: int
+    mode: TagMode = "index"
+    max_label_length: Positive = 60
+    similarity: EventSimilarityConfig = EventSimilarityConfig()
+    ask_user_hint: bool = True
+    max_per_folder: Positive = 4
+    merge_requires_approval: bool = True
+    show_existing: bool = True
+    show_existing_limit: Count = 24
 
 
 class TagConfig(_Section):
     """Location and person tags share one shape."""
 
-    mode: TagMode
-    max_label_length: int
-    max_per_folder: int
-    auto_mention: bool
+    mode: TagMode = "index"
+    max_label_length: Positive = 60
+    max_per_folder: Positive = 8
+    auto_mention: bool = True
 
 
 class TimeTagConfig(_Section):
     """Deterministic time tags computed at archive time."""
 
-    mode: TagMode
-    max_per_folder: int
-    week_start: int
-    max_span_days: int
+    mode: TagMode = "index"
+    max_per_folder: Positive = 8
+    week_start: Annotated[int, Range(1, 7)] = 1  # 1 = Monday .. 7 = Sunday
+    max_span_days: Positive = 366
 
 
 class RulesConfig(_Section):
     """The dsh-rofm:memory-rules section switch."""
 
-    enabled: bool
-
-
-# --- §3.0.4 scoring ------------------------------------------------------------------
+    enabled: bool = True
 
 
 class AutoHeuristicAfterRoundsConfig(_Section):
     """Rounds of undigested pending before the heuristic fallback (plain / QQ channel)."""
 
-    plain: int
-    channel: int
+    plain: Positive = 4
+    channel: Positive = 2
 
 
 class CategoryKeywordConfig(_Section):
     """Category-word guarantee for high-α memories (v1.4.1)."""
 
-    enabled: bool
-    alpha_min: float
-    words: tuple[str, ...]
+    enabled: bool = True
+    alpha_min: Ratio = 0.6
+    words: Words = ("喜好", "偏好", "习惯", "约定", "承诺", "决定", "规则", "要求", "禁忌")
 
 
 class ScoringConfig(_Section):
-    """Scoring task block budget, backpressure and heuristic fallback."""
+    """§3.0.4 scoring task block budget, backpressure and heuristic fallback."""
 
-    include_legacy: bool
-    max_pending: int
-    fallback: Literal["never", "onPressure", "always"]
-    auto_heuristic_after_rounds: AutoHeuristicAfterRoundsConfig
-    task_budget_percent: float
-    task_max_tokens: int
-    order: Literal["newest", "mixed", "oldest"]
-    warn_uniform_alpha: bool
-    max_items_per_judge: int
-    category_keyword: CategoryKeywordConfig
-    judge_telemetry: bool
-
-
-# --- §3.0.5 storage / logging / test / compat ------------------------------------------
+    include_legacy: bool = False
+    max_pending: Count = 200
+    fallback: Literal["never", "onPressure", "always"] = "onPressure"
+    auto_heuristic_after_rounds: AutoHeuristicAfterRoundsConfig = AutoHeuristicAfterRoundsConfig()
+    task_budget_percent: Percent = 15
+    task_max_tokens: Positive = 12000
+    order: Literal["newest", "mixed", "oldest"] = "newest"
+    warn_uniform_alpha: bool = True
+    max_items_per_judge: Positive = 100
+    category_keyword: CategoryKeywordConfig = CategoryKeywordConfig()
+    judge_telemetry: bool = True
 
 
 class StorageConfig(_Section):
-    """Memory root (resolved by :func:`engine.config.paths.resolve_memory_root`) and caps."""
+    """§3.0.5 memory root (resolved by :func:`~engine.config.paths.resolve_memory_root`), caps."""
 
-    dir: str
-    per_session: bool
-    max_folders: int
+    dir: Annotated[str, Special.NON_BLANK] = "memory"
+    per_session: bool = True
+    max_folders: Positive = 10000
 
 
 class LoggingConfig(_Section):
     """Log output switches."""
 
-    enabled: bool
-    verbose: bool
+    enabled: bool = True
+    verbose: bool = False
 
 
 class TestConfig(_Section):
@@ -473,67 +489,64 @@ class TestConfig(_Section):
 
     __test__ = False  # not a pytest test class, despite the name
 
-    dry_run: bool
+    dry_run: bool = False
 
 
 class SecretsConfig(_Section):
     """What archiving does with a secret value (beyond the reference): ``redact`` keeps a
     typed placeholder, ``drop`` removes it with a note, ``off`` keeps it verbatim."""
 
-    mode: Literal["redact", "drop", "off"]
+    mode: Literal["redact", "drop", "off"] = "redact"
 
 
 class CrossChatConfig(_Section):
     """v1.4.2 memory_group_recall (private owner -> group memories, read-only)."""
 
-    enabled: bool
-    owner_only: bool
-    max_results: int
-    max_snippet_chars: int
-    max_groups: int
-    max_folders_per_group: int
+    enabled: bool = True
+    owner_only: bool = True
+    max_results: Annotated[int, Range(1, 20)] = 20  # clamp 1..20
+    max_snippet_chars: Annotated[int, Range(80, 2000)] = 400  # clamp 80..2000
+    max_groups: Annotated[int, Range(1, 500)] = 50  # clamp 1..500
+    max_folders_per_group: Annotated[int, Range(1, 100000)] = 5000  # clamp 1..100000
 
 
 class CompatConfig(_Section):
     """QQ channel compatibility (§3.2.9)."""
 
-    qq_bots: Literal["auto", "off", "on"]
-    owner_ids: tuple[str, ...]
-    member_min_alpha: float
-    auto_patch_derpyu: bool
-    channel_score: Literal["model", "heuristic"]
-    media_roots: tuple[str, ...]
-    max_image_bytes: int
-    staging_ttl_ms: int
-    cross_chat: CrossChatConfig
-
-
-# --- the whole config ----------------------------------------------------------------
+    qq_bots: Literal["auto", "off", "on"] = "auto"
+    owner_ids: Annotated[Words, Special.ID_LIST] = ()
+    member_min_alpha: Ratio = 0.5  # 0 = gating off
+    auto_patch_derpyu: bool = True
+    channel_score: Literal["model", "heuristic"] = "model"
+    media_roots: Words = ()
+    max_image_bytes: Positive = 8388608
+    staging_ttl_ms: Positive = 86400000
+    cross_chat: CrossChatConfig = CrossChatConfig()
 
 
 class MemoryConfig(_Section):
     """The effective memory configuration (reference §3), one immutable value."""
 
-    enabled: bool
-    compress: CompressConfig
-    importance: ImportanceConfig
-    keywords: KeywordsConfig
-    match: MatchConfig
-    recall: RecallConfig
-    time: TimeConfig
-    event: EventConfig
-    location: TagConfig
-    person: TagConfig
-    time_tag: TimeTagConfig
-    rules: RulesConfig
-    scoring: ScoringConfig
-    storage: StorageConfig
-    logging: LoggingConfig
-    test: TestConfig
-    secrets: SecretsConfig
-    compat: CompatConfig
+    enabled: bool = True  # activation-time switch (§3, §5): read at start, never reloaded
+    compress: CompressConfig = CompressConfig()
+    importance: ImportanceConfig = ImportanceConfig()
+    keywords: KeywordsConfig = KeywordsConfig()
+    match: MatchConfig = MatchConfig()
+    recall: RecallConfig = RecallConfig()
+    time: TimeConfig = TimeConfig()
+    event: EventConfig = EventConfig()
+    location: TagConfig = TagConfig()
+    person: TagConfig = TagConfig()
+    time_tag: TimeTagConfig = TimeTagConfig()
+    rules: RulesConfig = RulesConfig()
+    scoring: ScoringConfig = ScoringConfig()
+    storage: StorageConfig = StorageConfig()
+    logging: LoggingConfig = LoggingConfig()
+    test: TestConfig = TestConfig()
+    secrets: SecretsConfig = SecretsConfig()
+    compat: CompatConfig = CompatConfig()
 
     @classmethod
     def defaults(cls) -> MemoryConfig:
         """The engine defaults as a model (no packaged file, no user layers)."""
-        return cls.model_validate(ENGINE_DEFAULTS)
+        return cls()

@@ -12,13 +12,6 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import engine
 
-__all__ = [
-    "DEFAULT_STORAGE_DIR",
-    "packaged_config_path",
-    "resolve_memory_root",
-    "resolve_user_path",
-]
-
 #: ``storage.dir`` default (reference §3.0.5): relative, so it lands under the state dir.
 DEFAULT_STORAGE_DIR = "memory"
 

@@ -1,8 +1,7 @@
-"""Per-key validation and clamping of memory configuration layers.
+"""The reference's leniency, per key: a bad value never fails a config layer.
 
-The reference validates its config key by key and never throws for a bad value:
-a config file is user-edited and hot-reloaded, so one typo must not take the memory
-offline. We keep that contract:
+A config file is user-edited and hot-reloaded, so one typo must not take the memory
+offline. Each layer is cleaned against the layers below it before it merges:
 
 * a value of the wrong type is rejected with a warning, and the key keeps the value
   it had *below* this layer (the engine default, or what the packaged / user file set),
@@ -13,8 +12,9 @@ offline. We keep that contract:
 * a handful of cross-field rules run once on the merged result (min <= max pairs,
   the release floor needing ``releaseTargetPercent < triggerPercent``, ...).
 
-:data:`SCHEMA` mirrors :data:`engine.config.defaults.ENGINE_DEFAULTS`: a nested dict
-whose leaves are :class:`Rule` objects. A test walks both trees to keep them equal.
+:data:`SCHEMA` is not written by hand: it is derived from the fields of
+:class:`engine.config.model.MemoryConfig` (type, :class:`~engine.config.model.Range`, ``Literal`` values and
+:class:`~engine.config.model.Special` markers), so the model stays the one source.
 """
 
 from __future__ import annotations
@@ -24,45 +24,21 @@ import math
 import zoneinfo
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal, get_args, get_origin
 
 import orjson
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from engine.config.defaults import ENGINE_DEFAULTS
-from engine.config.limits import (
-    ALPHA_MAX,
-    ALPHA_MIN,
-    CATEGORY_CLASSES_MAX,
-    CATEGORY_WORDS_MAX,
-    KEYWORDS_MAX,
-    KEYWORDS_MIN,
-    RECALL_LIMIT_MAX,
-)
-
-__all__ = [
-    "MAX_SAFE_INTEGER",
-    "SCHEMA",
-    "BoolRule",
-    "CategoryClassesRule",
-    "EnumRule",
-    "FixedRule",
-    "IdListRule",
-    "IntRule",
-    "NumMapRule",
-    "NumRule",
-    "Rule",
-    "StrListRule",
-    "StrRule",
-    "TimezoneRule",
-    "Warn",
-    "cross_check",
-    "describe",
-    "merge_layer",
-    "schema_paths",
-    "validate_tree",
-]
+from engine.config.limits import CATEGORY_CLASSES_MAX, CATEGORY_WORDS_MAX
+from engine.config.model import CategoryClass, MemoryConfig, Range, Special
 
 Warn = Callable[[str], None]
+
+#: Largest integer a JavaScript number (the reference's config) holds exactly; also keeps
+#: every value inside what orjson can serialise (64-bit), so a dump never fails.
+MAX_SAFE_INTEGER: Final = 2**53 - 1
 
 
 def describe(value: Any) -> str:
@@ -98,48 +74,44 @@ def _is_number(value: Any) -> bool:
     return not (isinstance(value, float) and not math.isfinite(value))
 
 
-@dataclass(frozen=True, slots=True)
-class _Outcome:
-    """Result of checking one value: accepted (maybe adjusted, with a note) or rejected."""
-
-    value: Any = None
-    note: str | None = None
-    rejected: bool = False
+class _Rejected(Exception):
+    """A value this layer cannot use; the key keeps the value from below."""
 
 
-def _reject(reason: str) -> _Outcome:
-    return _Outcome(note=reason, rejected=True)
+def _got(value: Any) -> str:
+    return f"got {json_kind(value)} {describe(value)}"
 
 
 class Rule:
-    """A leaf of :data:`SCHEMA`: knows how to apply a layer's value over the previous one.
+    """A leaf of :data:`SCHEMA`: applies a layer's value over the previous one.
 
-    Scalar rules only implement :meth:`check`; rules for arrays replace wholesale (like
-    the deep merge) and rules for open objects override :meth:`apply` to merge per entry.
+    Scalar rules implement :meth:`check` (``(value, note)`` or :class:`_Rejected`); rules
+    for open objects override :meth:`apply` to merge per entry.
     """
 
-    def check(self, value: Any) -> _Outcome:
+    def check(self, value: Any) -> tuple[Any, str | None]:
         raise NotImplementedError
 
     def apply(self, prev: Any, new: Any, path: str, warn: Warn) -> Any:
         """Return the key's value after this layer; warn about anything not taken as is."""
-        outcome = self.check(new)
-        if outcome.rejected:
-            warn(f"{path}: {outcome.note}; keeping {describe(prev)}")
+        try:
+            value, note = self.check(new)
+        except _Rejected as exc:
+            warn(f"{path}: {exc}; keeping {describe(prev)}")
             return prev
-        if outcome.note:
-            warn(f"{path}: {outcome.note}")
-        return outcome.value
+        if note:
+            warn(f"{path}: {note}")
+        return value
 
 
 @dataclass(frozen=True, slots=True)
 class BoolRule(Rule):
     """JSON boolean only: the strings "true"/"false" are a type error, as in the reference."""
 
-    def check(self, value: Any) -> _Outcome:
+    def check(self, value: Any) -> tuple[Any, str | None]:
         if isinstance(value, bool):
-            return _Outcome(value)
-        return _reject(f"expected a boolean, got {json_kind(value)} {describe(value)}")
+            return value, None
+        raise _Rejected(f"expected a boolean, {_got(value)}")
 
 
 def _clamp(value: float, lo: float | None, hi: float | None) -> tuple[float, str | None]:
@@ -150,36 +122,24 @@ def _clamp(value: float, lo: float | None, hi: float | None) -> tuple[float, str
     return value, None
 
 
-#: Largest integer a JavaScript number (the reference's config) holds exactly; also keeps
-#: every value inside what orjson can serialise (64-bit), so a dump never fails.
-MAX_SAFE_INTEGER: Final = 2**53 - 1
-
-
 @dataclass(frozen=True, slots=True)
 class IntRule(Rule):
-    """Integer with optional inclusive bounds; integral floats (5.0) are taken as ints.
+    """Integer in ``lo..hi`` (default: the JavaScript safe range); 5.0 is taken as 5 and
+    5.5 rounds half up with a note."""
 
-    Without an explicit bound the range is the JavaScript safe-integer range.
-    """
+    lo: int = -MAX_SAFE_INTEGER
+    hi: int = MAX_SAFE_INTEGER
 
-    lo: int | None = None
-    hi: int | None = None
-
-    def check(self, value: Any) -> _Outcome:
+    def check(self, value: Any) -> tuple[Any, str | None]:
         if not _is_number(value):
-            return _reject(f"expected an integer, got {json_kind(value)} {describe(value)}")
+            raise _Rejected(f"expected an integer, {_got(value)}")
         notes: list[str] = []
         if isinstance(value, float) and not value.is_integer():
             rounded = math.floor(value + 0.5)
             notes.append(f"{describe(value)} is not an integer; rounded to {rounded}")
             value = rounded
-        number = int(value)
-        lo = -MAX_SAFE_INTEGER if self.lo is None else self.lo
-        hi = MAX_SAFE_INTEGER if self.hi is None else self.hi
-        clamped, note = _clamp(number, lo, hi)
-        if note:
-            notes.append(note)
-        return _Outcome(int(clamped), "; ".join(notes) or None)
+        clamped, note = _clamp(int(value), self.lo, self.hi)
+        return int(clamped), "; ".join([*notes, *([note] if note else [])]) or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,13 +151,12 @@ class NumRule(Rule):
     hi: float | None = None
     lo_open: bool = False
 
-    def check(self, value: Any) -> _Outcome:
+    def check(self, value: Any) -> tuple[Any, str | None]:
         if not _is_number(value):
-            return _reject(f"expected a number, got {json_kind(value)} {describe(value)}")
+            raise _Rejected(f"expected a number, {_got(value)}")
         if self.lo_open and self.lo is not None and value <= self.lo:
-            return _reject(f"{describe(value)} must be greater than {describe(self.lo)}")
-        clamped, note = _clamp(value, None if self.lo_open else self.lo, self.hi)
-        return _Outcome(clamped, note)
+            raise _Rejected(f"{describe(value)} must be greater than {describe(self.lo)}")
+        return _clamp(value, None if self.lo_open else self.lo, self.hi)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,17 +165,16 @@ class EnumRule(Rule):
 
     values: tuple[str, ...]
 
-    def check(self, value: Any) -> _Outcome:
+    def check(self, value: Any) -> tuple[Any, str | None]:
         allowed = "|".join(self.values)
         if not isinstance(value, str):
-            return _reject(f"expected one of {allowed}, got {json_kind(value)} {describe(value)}")
+            raise _Rejected(f"expected one of {allowed}, {_got(value)}")
         if value in self.values:
-            return _Outcome(value)
-        folded = value.strip().casefold()
+            return value, None
         for candidate in self.values:
-            if candidate.casefold() == folded:
-                return _Outcome(candidate, f"{describe(value)} normalised to {describe(candidate)}")
-        return _reject(f"expected one of {allowed}, got {describe(value)}")
+            if candidate.casefold() == value.strip().casefold():
+                return candidate, f"{describe(value)} normalised to {describe(candidate)}"
+        raise _Rejected(f"expected one of {allowed}, got {describe(value)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,33 +183,28 @@ class StrRule(Rule):
 
     allow_blank: bool = True
 
-    def check(self, value: Any) -> _Outcome:
+    def check(self, value: Any) -> tuple[Any, str | None]:
         if not isinstance(value, str):
-            return _reject(f"expected a string, got {json_kind(value)} {describe(value)}")
+            raise _Rejected(f"expected a string, {_got(value)}")
         if not self.allow_blank and not value.strip():
-            return _reject("expected a non-empty string")
-        return _Outcome(value)
+            raise _Rejected("expected a non-empty string")
+        return value, None
 
 
 @dataclass(frozen=True, slots=True)
 class TimezoneRule(Rule):
-    """IANA zone name, or "" for the host's local zone (reference ``time.timezone``).
+    """IANA zone name (checked through :mod:`zoneinfo`), or "" for the host's zone."""
 
-    The zone is resolved through :mod:`zoneinfo` so that a misspelt zone is reported
-    at load time rather than surfacing as wrong day boundaries in a recall.
-    """
-
-    def check(self, value: Any) -> _Outcome:
+    def check(self, value: Any) -> tuple[Any, str | None]:
         if not isinstance(value, str):
-            return _reject(f"expected an IANA timezone name, got {json_kind(value)}")
+            raise _Rejected(f"expected an IANA timezone name, got {json_kind(value)}")
         name = value.strip()
-        if not name:
-            return _Outcome("")
-        try:
-            zoneinfo.ZoneInfo(name)
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
-            return _reject(f"unknown IANA timezone {describe(name)}")
-        return _Outcome(name)
+        if name:
+            try:
+                zoneinfo.ZoneInfo(name)
+            except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+                raise _Rejected(f"unknown IANA timezone {describe(name)}") from None
+        return name, None
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,64 +215,50 @@ class FixedRule(Rule):
     fixed: Any
     reason: str
 
-    def check(self, value: Any) -> _Outcome:
-        outcome = self.inner.check(value)
-        if outcome.rejected or outcome.value == self.fixed:
-            return outcome
-        return _Outcome(self.fixed, f"{describe(outcome.value)} is not supported ({self.reason})")
+    def check(self, value: Any) -> tuple[Any, str | None]:
+        checked, note = self.inner.check(value)
+        if checked == self.fixed:
+            return checked, note
+        return self.fixed, f"{describe(checked)} is not supported ({self.reason})"
 
 
 @dataclass(frozen=True, slots=True)
 class StrListRule(Rule):
-    """Array of strings; replaces the previous array (arrays never merge).
-
-    Non-string items are dropped with a note. With ``allowed`` the items must come from
-    that set and, when ``canonical_order`` is set, are re-sorted into its order (the
-    time fallback ladder only widens, so a shuffled ladder would be meaningless).
-    """
+    """Array of strings; replaces the previous array (arrays never merge). Bad items are
+    dropped with a note. With ``allowed`` the items come from that set, re-sorted into its
+    order (the time fallback ladder only widens, so a shuffled one would be meaningless)."""
 
     allowed: tuple[str, ...] | None = None
-    canonical_order: bool = False
-    dedupe: bool = True
-    drop_blank: bool = True
 
-    def check(self, value: Any) -> _Outcome:
+    def check(self, value: Any) -> tuple[Any, str | None]:
         if not isinstance(value, list | tuple):
-            return _reject(
-                f"expected an array of strings, got {json_kind(value)} {describe(value)}"
-            )
+            raise _Rejected(f"expected an array of strings, {_got(value)}")
         notes: list[str] = []
         items: list[str] = []
         for item in value:
             if not isinstance(item, str):
                 notes.append(f"dropped non-string item {describe(item)}")
-                continue
-            if self.drop_blank and not item.strip():
+            elif not item.strip():
                 notes.append("dropped empty item")
-                continue
-            if self.allowed is not None and item not in self.allowed:
-                notes.append(
-                    f"dropped {describe(item)} (allowed: {', '.join(self.allowed)})",
-                )
-                continue
-            if self.dedupe and item in items:
-                continue
-            items.append(item)
-        if self.allowed is not None and self.canonical_order:
+            elif self.allowed is not None and item not in self.allowed:
+                notes.append(f"dropped {describe(item)} (allowed: {', '.join(self.allowed)})")
+            elif item not in items:
+                items.append(item)
+        if self.allowed is not None:
             ordered = sorted(items, key=self.allowed.index)
             if ordered != items:
                 notes.append(f"reordered to {describe(ordered)}")
             items = ordered
-        return _Outcome(items, "; ".join(notes) or None)
+        return items, "; ".join(notes) or None
 
 
 @dataclass(frozen=True, slots=True)
 class IdListRule(Rule):
     """QQ ids: strings or numbers, numbers turned into strings (reference ``compat.ownerIds``)."""
 
-    def check(self, value: Any) -> _Outcome:
+    def check(self, value: Any) -> tuple[Any, str | None]:
         if not isinstance(value, list | tuple):
-            return _reject(f"expected an array of ids, got {json_kind(value)} {describe(value)}")
+            raise _Rejected(f"expected an array of ids, {_got(value)}")
         notes: list[str] = []
         ids: list[str] = []
         for item in value:
@@ -332,23 +271,20 @@ class IdListRule(Rule):
                 continue
             if text not in ids:
                 ids.append(text)
-        return _Outcome(ids, "; ".join(notes) or None)
+        return ids, "; ".join(notes) or None
 
 
 def _is_object(new: Any, path: str, warn: Warn) -> bool:
     """Open-object rules merge per entry; anything but an object keeps the previous value."""
     if isinstance(new, Mapping):
         return True
-    warn(f"{path}: expected an object, got {json_kind(new)} {describe(new)}; keeping previous")
+    warn(f"{path}: expected an object, {_got(new)}; keeping previous")
     return False
 
 
 @dataclass(frozen=True, slots=True)
 class NumMapRule(Rule):
     """An open object of name -> number (``importance.weights``); merges per entry."""
-
-    def check(self, value: Any) -> _Outcome:  # pragma: no cover - apply() is used instead
-        return _Outcome(value)
 
     def apply(self, prev: Any, new: Any, path: str, warn: Warn) -> Any:
         if not _is_object(new, path, warn):
@@ -359,9 +295,7 @@ class NumMapRule(Rule):
                 merged[key] = item
             else:
                 kept = f"keeping {describe(merged[key])}" if key in merged else "ignored"
-                warn(
-                    f"{path}.{key}: expected a number, got {json_kind(item)} {describe(item)}; {kept}"
-                )
+                warn(f"{path}.{key}: expected a number, {_got(item)}; {kept}")
         return merged
 
 
@@ -371,14 +305,10 @@ class CategoryClassesRule(Rule):
     of at most 64 words. Classes merge per name (a layer can add a class or replace
     one class's words without restating the other five); ``words: []`` disables one."""
 
-    def check(self, value: Any) -> _Outcome:  # pragma: no cover - apply() is used instead
-        return _Outcome(value)
-
     def apply(self, prev: Any, new: Any, path: str, warn: Warn) -> Any:
         if not _is_object(new, path, warn):
             return prev
-        merged: dict[str, Any] = {k: copy.deepcopy(v) for k, v in prev.items()}
-        words_rule = StrListRule()
+        merged: dict[str, Any] = copy.deepcopy(dict(prev))
         for name, entry in new.items():
             where = f"{path}.{name}"
             if not isinstance(entry, Mapping):
@@ -395,13 +325,7 @@ class CategoryClassesRule(Rule):
                 else:
                     warn(f"{where}.label: expected a non-empty string; keeping {describe(label)}")
             if "words" in entry:
-                outcome = words_rule.check(entry["words"])
-                if outcome.rejected:
-                    warn(f"{where}.words: {outcome.note}; keeping {describe(words)}")
-                else:
-                    if outcome.note:
-                        warn(f"{where}.words: {outcome.note}")
-                    words = outcome.value
+                words = StrListRule().apply(words, entry["words"], f"{where}.words", warn)
             if words is None:
                 warn(f"{where}: a new class needs a words array; ignored")
                 continue
@@ -417,271 +341,91 @@ class CategoryClassesRule(Rule):
         return merged
 
 
-_BOOL: Final = BoolRule()
-_PERCENT: Final = NumRule(0, 100)
-_PERCENT_POS: Final = NumRule(1, 100)
-_RATIO: Final = NumRule(0, 1)
-_COUNT: Final = IntRule(0)
-_POS: Final = IntRule(1)
-_MODE: Final = EnumRule(("off", "index", "constrain"))
-
-#: The validation rule of every key of ENGINE_DEFAULTS, in the same shape. Ranges are
-#: the reference's where it gives one (noted inline); elsewhere they are the natural
-#: domain of the value (counts >= 0, percentages 0..100, ratios 0..1).
-SCHEMA: Final[dict[str, Any]] = {
-    "enabled": _BOOL,
-    "compress": {
-        "enabled": _BOOL,
-        "triggerPercent": _PERCENT_POS,
-        "compressPercent": _PERCENT_POS,
-        "releaseTargetPercent": _PERCENT,
-        "releaseFloorEnabled": _BOOL,
-        "contextWindowTokens": _COUNT,  # 0 = use the window the host reports
-        "minContextTokens": _COUNT,
-        "minMessagesToCompress": _COUNT,
-        "minChunkChars": _COUNT,
-        "targetChunkChars": _POS,
-        "maxFoldersPerRun": _POS,
-        "maxFoldersPerStep": _POS,
-        "keepRecentMessages": _COUNT,
-        "maxBoundaryOvershoot": NumRule(1),
-        "protectCurrentTurn": _BOOL,
-        "allowSmallWindow": _BOOL,
-        "smallWindowTokens": _COUNT,
-        "hardLimitStop": _BOOL,
-        "applyToSubagents": _BOOL,
-        "applyToMainSessions": _BOOL,
-        "preStepEnabled": _BOOL,
-        "emergencyPercent": _PERCENT_POS,
-        "emergencyCompressPercent": _PERCENT_POS,
-        "maxExtraPasses": _COUNT,
-        "hardLimitPercent": _PERCENT_POS,
-    },
-    "importance": {
-        "min": NumRule(ALPHA_MIN, ALPHA_MAX),  # α（0.01～1）
-        "max": NumRule(ALPHA_MIN, ALPHA_MAX),
-        "warnAbove": _RATIO,
-        "weights": NumMapRule(),
-    },
-    "keywords": {
-        "min": IntRule(KEYWORDS_MIN, KEYWORDS_MAX),  # v1.5.4: 3~16
-        "max": IntRule(KEYWORDS_MIN, KEYWORDS_MAX),
-        "extraStopwords": StrListRule(),
-        "matchMode": EnumRule(("contains", "exact")),
-    },
-    "match": {
-        "expandLatinCase": _BOOL,
-        "cjkBigram": _BOOL,
-    },
-    "recall": {
-        "enabled": _BOOL,
-        "mode": EnumRule(("ranked", "fair", "deterministic", "legacy")),
-        "firstGenMax": _COUNT,  # 0 = recall off (v1.4.1)
-        "hops": _COUNT,
-        "maxRecalledBlocks": _POS,
-        "maxRecalledChars": _POS,
-        "maxWindowPercent": _PERCENT,
-        "minAlpha": _RATIO,
-        "persistInjected": _BOOL,
-        "categoryMatch": {
-            "enabled": _BOOL,
-            "alphaMin": _RATIO,
-            "classes": CategoryClassesRule(),
-        },
-        "sort": EnumRule(("createdAt", "alpha", "generation")),
-        "fairness": {
-            "thetaHigh": _RATIO,
-            "exploreRatio": _RATIO,
-            "specificProbeSlots": _COUNT,
-            "rareTerm": {"ratio": _RATIO, "minPosting": _POS, "scanCap": _POS},
-            "register": {"lookahead": _POS, "capFactor": _POS, "ttlRounds": _COUNT},
-            "queryBoost": _BOOL,
-            "recycle": {"enabled": _BOOL, "cooldownRounds": _COUNT, "maxPerRound": _COUNT},
-            "ledger": {
-                "maxEntries": _POS,
-                "overflow": EnumRule(("evict-lowest-alpha-last-seen",)),
-            },
-            "blockTrim": {
-                "policy": EnumRule(("priority",)),
-                "protectCurrentQuery": _BOOL,
-                "pinHigh": _BOOL,
-            },
-            "roundBudget": {"maxChars": _POS},
-        },
-        "mu": NumRule(),
-        "sigma": NumRule(0, lo_open=True),  # divides in p(n)
-        "maxGeneration": _COUNT,  # 0 = unlimited
-        "probabilityScale": NumRule(0),
-        "seed": _COUNT,  # > 0 = fixed seed
-        "triggerSourceKinds": StrListRule(),
-        "applyToSubagents": _BOOL,
-        "applyToMainSessions": _BOOL,
-        "espEmptyHint": _BOOL,
-        "adaptiveQuota": {
-            "enabled": _BOOL,
-            "complexQuota": IntRule(1, RECALL_LIMIT_MAX),  # same ceiling as memory_recall.limit
-            "complexMinClauses": _POS,
-            "complexMinChars": _POS,
-            "complexMinKeywords": _POS,
-        },
-        "clauseSplit": {"enabled": _BOOL, "maxClauses": _POS, "minClauseChars": _COUNT},
-        "tagMentions": {"enabled": _BOOL, "maxTagsPerKind": IntRule(1, 32)},  # 1..32
-        "assistantSaid": {"enabled": _BOOL, "reserveSlots": _COUNT},
-        "showTags": _BOOL,
-        "computeDates": _BOOL,
-        "highRelevance": {"enabled": _BOOL, "minMatches": _POS, "reserveSlots": _COUNT},
-        "ranked": {
-            "minRelativeScore": _RATIO,
-            "alphaPrior": _RATIO,
-            "passageWeight": _RATIO,
-            "keepRounds": _COUNT,
-        },
-    },
-    "time": {
-        "mode": _MODE,
-        "timezone": TimezoneRule(),
-        "minRangeDays": _POS,  # < 3 allowed with a warning (cross_check)
-        "maxRangeDays": _POS,
-        "centerDayPriority": _BOOL,
-        "fallback": StrListRule(allowed=("day3", "month", "year", "all"), canonical_order=True),
-        "fallbackMinResults": _COUNT,  # 0 is treated as 1 by the consumer (reference)
-        "windowScanMax": _POS,
-        "askUserHint": _BOOL,
-        "judgeEventTime": FixedRule(_BOOL, False, "time.judgeEventTime is fixed to false"),
-    },
-    "event": {
-        "mode": _MODE,
-        "maxLabelLength": _POS,
-        "similarity": {
-            "metric": EnumRule(("dice", "avg", "min")),
-            "threshold": _RATIO,  # 0..1
-            "maxCandidates": IntRule(1, 10),  # 1..10
-        },
-        "askUserHint": _BOOL,
-        "maxPerFolder": _POS,
-        "mergeRequiresApproval": _BOOL,
-        "showExisting": _BOOL,
-        "showExistingLimit": _COUNT,
-    },
-    "location": {
-        "mode": _MODE,
-        "maxLabelLength": _POS,
-        "maxPerFolder": _POS,
-        "autoMention": _BOOL,
-    },
-    "person": {
-        "mode": _MODE,
-        "maxLabelLength": _POS,
-        "maxPerFolder": _POS,
-        "autoMention": _BOOL,
-    },
-    "timeTag": {
-        "mode": _MODE,
-        "maxPerFolder": _POS,
-        "weekStart": IntRule(1, 7),  # 1 = Monday .. 7 = Sunday
-        "maxSpanDays": _POS,
-    },
-    "rules": {"enabled": _BOOL},
-    "scoring": {
-        "includeLegacy": _BOOL,
-        "maxPending": _COUNT,
-        "fallback": EnumRule(("never", "onPressure", "always")),
-        "autoHeuristicAfterRounds": {"plain": _POS, "channel": _POS},
-        "taskBudgetPercent": _PERCENT,
-        "taskMaxTokens": _POS,
-        "order": EnumRule(("newest", "mixed", "oldest")),
-        "warnUniformAlpha": _BOOL,
-        "maxItemsPerJudge": _POS,
-        "categoryKeyword": {
-            "enabled": _BOOL,
-            "alphaMin": _RATIO,
-            "words": StrListRule(),
-        },
-        "judgeTelemetry": _BOOL,
-    },
-    "storage": {
-        "dir": StrRule(allow_blank=False),
-        "perSession": _BOOL,
-        "maxFolders": _POS,
-    },
-    "logging": {"enabled": _BOOL, "verbose": _BOOL},
-    "test": {"dryRun": _BOOL},
-    "secrets": {"mode": EnumRule(("redact", "drop", "off"))},
-    "compat": {
-        "qqBots": EnumRule(("auto", "off", "on")),
-        "ownerIds": IdListRule(),
-        "memberMinAlpha": _RATIO,  # 0 = gating off
-        "autoPatchDerpyu": _BOOL,
-        "channelScore": EnumRule(("model", "heuristic")),
-        "mediaRoots": StrListRule(),
-        "maxImageBytes": _POS,
-        "stagingTtlMs": _POS,
-        "crossChat": {
-            "enabled": _BOOL,
-            "ownerOnly": _BOOL,
-            "maxResults": IntRule(1, 20),  # clamp 1..20
-            "maxSnippetChars": IntRule(80, 2000),  # clamp 80..2000
-            "maxGroups": IntRule(1, 500),  # clamp 1..500
-            "maxFoldersPerGroup": IntRule(1, 100000),  # clamp 1..100000
-        },
-    },
+_SPECIAL: Final[dict[Special, Callable[[str], Rule]]] = {
+    Special.TIMEZONE: lambda _path: TimezoneRule(),
+    Special.NON_BLANK: lambda _path: StrRule(allow_blank=False),
+    Special.ID_LIST: lambda _path: IdListRule(),
+    Special.ALWAYS_FALSE: lambda path: FixedRule(BoolRule(), False, f"{path} is fixed to false"),
 }
 
 
-def schema_paths(tree: Mapping[str, Any] = SCHEMA, prefix: str = "") -> list[str]:
-    """Dotted paths of every rule in ``tree`` (sections are walked, rules are leaves)."""
-    paths: list[str] = []
-    for key, node in tree.items():
-        path = f"{prefix}{key}"
-        if isinstance(node, Mapping):
-            paths.extend(schema_paths(node, path + "."))
+def _rule_for(field: FieldInfo, path: str) -> Rule:
+    """The leniency rule a field's annotation and metadata imply."""
+    for meta in field.metadata:
+        if isinstance(meta, Special):
+            return _SPECIAL[meta](path)
+    kind, args = field.annotation, get_args(field.annotation)
+    if kind is bool:
+        return BoolRule()
+    bound = next((meta for meta in field.metadata if isinstance(meta, Range)), Range())
+    if kind is int:
+        lo, hi = bound.lo, bound.hi
+        return IntRule(
+            -MAX_SAFE_INTEGER if lo is None else int(lo),
+            MAX_SAFE_INTEGER if hi is None else int(hi),
+        )
+    if kind is float:
+        return NumRule(bound.lo, bound.hi, bound.lo_open)
+    if kind is str:
+        return StrRule()
+    if get_origin(kind) is Literal:
+        return EnumRule(args)
+    if get_origin(kind) is tuple:
+        return StrListRule(get_args(args[0]) if get_origin(args[0]) is Literal else None)
+    if get_origin(kind) is Mapping and args[1] is float:
+        return NumMapRule()
+    if get_origin(kind) is Mapping and args[1] is CategoryClass:
+        return CategoryClassesRule()
+    raise TypeError(f"{path}: no leniency rule for {kind!r}")
+
+
+def schema_of(model: type[BaseModel], prefix: str = "") -> dict[str, Any]:
+    """The rule tree of ``model``: JSON key -> :class:`Rule`, or a sub-tree for a section."""
+    tree: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        key = field.alias or name
+        kind = field.annotation
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            tree[key] = schema_of(kind, f"{prefix}{key}.")
         else:
-            paths.append(path)
-    return paths
+            tree[key] = _rule_for(field, prefix + key)
+    return tree
 
 
-def _merge_unknown(prev: Any, new: Any) -> Any:
-    """Deep-merge a value under an unknown key: objects recurse, anything else replaces."""
-    if isinstance(prev, Mapping) and isinstance(new, Mapping):
-        merged = dict(prev)
-        for key, value in new.items():
-            merged[key] = _merge_unknown(prev.get(key), value)
-        return merged
-    return copy.deepcopy(new)
+#: The validation rule of every key of the model, in the shape of ENGINE_DEFAULTS.
+SCHEMA: Final[dict[str, Any]] = schema_of(MemoryConfig)
 
 
-def merge_layer(
-    acc: dict[str, Any],
+def clean_layer(
+    below: Mapping[str, Any],
     layer: Mapping[str, Any],
     warn: Warn,
     unknown: list[str] | None = None,
     *,
     schema: Mapping[str, Any] = SCHEMA,
     prefix: str = "",
-) -> None:
-    """Apply one (already forbidden-key-stripped) layer onto ``acc`` in place.
+) -> dict[str, Any]:
+    """One (forbidden-key-stripped) layer cleaned against the merged layers ``below`` it.
 
-    ``acc`` must already be valid (it starts as the engine defaults), which is what lets
-    a rejected value fall back to "the value below this layer". Unknown keys are merged
-    in verbatim and their paths appended to ``unknown``.
+    The result deep-merges onto ``below``: a rejected value leaves its key out (or at the
+    value below), a clamped one is replaced, a section that is not an object is dropped.
+    Unknown keys pass through verbatim and their paths are appended to ``unknown``.
     """
+    out: dict[str, Any] = {}
     for key, value in layer.items():
         path = f"{prefix}{key}"
         node = schema.get(key)
         if node is None:
             if unknown is not None:
                 unknown.append(path)
-            acc[key] = _merge_unknown(acc.get(key), value)
-        elif isinstance(node, Mapping):
-            if isinstance(value, Mapping):
-                merge_layer(acc[key], value, warn, unknown, schema=node, prefix=path + ".")
-            else:
-                warn(
-                    f"{path}: expected an object, got {json_kind(value)} {describe(value)}; ignored"
-                )
+            out[key] = copy.deepcopy(value)
+        elif isinstance(node, Rule):
+            out[key] = node.apply(below[key], value, path, warn)
+        elif isinstance(value, Mapping):
+            out[key] = clean_layer(below[key], value, warn, unknown, schema=node, prefix=path + ".")
         else:
-            assert isinstance(node, Rule)
-            acc[key] = node.apply(acc[key], value, path, warn)
+            warn(f"{path}: expected an object, {_got(value)}; ignored")
+    return out
 
 
 def cross_check(acc: dict[str, Any], warn: Warn) -> None:
@@ -722,6 +466,19 @@ def cross_check(acc: dict[str, Any], warn: Warn) -> None:
         )
 
 
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """New dict: objects merge recursively, arrays and scalars from ``override`` replace
+    (the rule pydantic-settings applies between its sources)."""
+    merged: dict[str, Any] = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        current = merged.get(key)
+        if isinstance(current, Mapping) and isinstance(value, Mapping):
+            merged[key] = deep_merge(current, value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
 def validate_tree(
     tree: Mapping[str, Any], *, source: str = "config"
 ) -> tuple[dict[str, Any], list[str]]:
@@ -731,7 +488,7 @@ def validate_tree(
     :func:`engine.config.layers.build_config`, which also strips forbidden keys.
     """
     warnings: list[str] = []
-    acc = copy.deepcopy(ENGINE_DEFAULTS)
-    merge_layer(acc, tree, lambda msg: warnings.append(f"{source}: {msg}"))
+    patch = clean_layer(ENGINE_DEFAULTS, tree, lambda msg: warnings.append(f"{source}: {msg}"))
+    acc = deep_merge(ENGINE_DEFAULTS, patch)
     cross_check(acc, lambda msg: warnings.append(f"config: {msg}"))
     return acc, warnings
