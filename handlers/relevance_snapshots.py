@@ -200,7 +200,7 @@ def after_candidates(state: SessionState, index: CandidateIndex) -> None:
 def _save_rows(store: SessionStore) -> int | None:
     """The snapshot of an unloaded store's ``index.json`` (`engine.store.index_snapshot`),
     if it changed since the last one."""
-    return rows_snapshot.save_index_snapshot(store.paths, store.index)
+    return rows_snapshot.save_index_snapshot(store.paths, store.index, store.loaded_from)
 
 
 def _save_current_candidates(state: SessionState, index: CandidateIndex) -> int | None:

@@ -49,9 +49,17 @@ RELOADED = frozenset({"key", "store", "load_report", "archive", "recall", "hygie
 """Fields reopening reads back from disk (the store's recovery, `ArchiveState.load`,
 `recall-state.json` and `memory-control.json` on first use)."""
 REBUILT = frozenset(
-    {"recall_index", "relevance_index", "time_index", "scoring_texts", "scoring_fake_window"}
+    {
+        "recall_index",
+        "relevance_index",
+        "time_index",
+        "scoring_texts",
+        "scoring_fake_window",
+        "loaded_parts",
+    }
 )
-"""Caches derived from the store, rebuilt on first use as a fresh build gives them."""
+"""Caches derived from the store, rebuilt on first use as a fresh build gives them (and
+the count of them made, which starts again with them)."""
 
 
 @dataclass(frozen=True, slots=True)

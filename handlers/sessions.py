@@ -111,6 +111,10 @@ class SessionState:
     member_floor: float = 0.0
     # memory-control.json: suppressed memories and the recall pause (handlers.forget).
     hygiene: Any = None
+    # What of the session's long-lived data a request has made so far (the store, its
+    # recall index, its relevance index): each new part asks for the load's peak to be
+    # given back (`SessionRegistry.touch`).
+    loaded_parts: int = 0
 
     def request_new_series(self) -> None:
         """Ask the host, in the next answer with sections, to start a new request series."""
@@ -143,6 +147,11 @@ class SessionRegistry:
         """Sessions unloaded: `disposed`, `idle`, `lru` (for `status`)."""
         self.on_release: Callable[[], None] | None = None
         """Called after a session was unloaded (the daemon returns memory to the OS)."""
+        self.on_loaded: Callable[[], None] | None = None
+        """Called after a request that loaded part of a session (its store, its recall
+        or relevance index) ended: what loading freed (files read whole, parsed rows,
+        a snapshot's arrays) is still held by the allocator at its peak, and the daemon
+        hands those pages back (`rofmd.server.memory_release`)."""
         self.stats_health = StatsHealth()
         """Telemetry writes that failed, in every session opened (for `status`)."""
 
@@ -250,6 +259,11 @@ class SessionRegistry:
         if state is not None:
             self._sessions[key] = state
             self._used_ms[key] = now_ms
+            parts = 1 + (state.recall_index is not None) + (state.relevance_index is not None)
+            if parts > state.loaded_parts:
+                state.loaded_parts = parts
+                if self.on_loaded is not None:
+                    self.on_loaded()
 
     def last_used_ms(self, key: str) -> int | None:
         """When a request of the session last ended (None: not since it was loaded)."""

@@ -19,6 +19,15 @@ and any other entries (a folder archived, judged, hidden or removed since) make 
 stale. Then :func:`read_index_snapshot` says why and the caller builds afresh (an index
 it has in memory is updated in place instead, as ever).
 
+The digest costs what it hashes (a quarter of a restore at 10^5, and UTF-8 copies of
+every non-ASCII string it encodes, which orjson keeps in the strings), so a snapshot of
+an index over a store's entries as opened (nothing hidden, nothing changed since) is
+stamped instead with what those entries are a function of, `SessionStore.loaded_from`
+(the SHA-256 and size of the ``index.json`` whose rows they are exactly, and the code
+that read it); over a store opened again with the same stamp the entries are those it
+was built over, and nothing is hashed. Any other entries are held to the digest (an
+unstamped snapshot's), which a stamped one does not hold: they are stale.
+
 Bump :data:`FORMAT` for any change of what the sections mean; a change of how keys or
 labels are normalised changes the fingerprint by itself as far as its probe shows it.
 """
@@ -59,7 +68,7 @@ __all__ = [
     "write_index_snapshot",
 ]
 
-FORMAT = 1
+FORMAT = 2
 MAGIC = b"RFMDCIX\x00"
 SNAPSHOT_NAME = ".recall-index.snapshot"
 """In the session directory, beside the relevance snapshot: a dot-file, which the store,
@@ -150,17 +159,23 @@ def snapshot_due(index: CandidateIndex, *, unloading: bool = False) -> bool:
     return index.unsaved >= max(SNAPSHOT_MIN_CHANGES, len(index) // SNAPSHOT_CHANGE_SHARE)
 
 
-def encode_index_snapshot(index: CandidateIndex, *, owner: str) -> tuple[bytes, int]:
+def encode_index_snapshot(
+    index: CandidateIndex, *, owner: str, source: str | None = None
+) -> tuple[bytes, int]:
     """The snapshot file of `index` and the changes it holds, copied under the index's
-    lock. Raises ValueError for an index no snapshot can hold (folder ids not unique,
+    lock. `source`: what its entries are a function of (`SessionStore.loaded_from`, the
+    caller checked that the index is over all of them), stamped instead of the entries'
+    digest. Raises ValueError for an index no snapshot can hold (folder ids not unique,
     entries JSON cannot encode)."""
     with index.lock:
         if not index.unique_ids:
             raise ValueError("folder ids are not unique")
-        try:
-            digest = entries_digest(index.entries())
-        except TypeError as exc:
-            raise ValueError(f"entries cannot be encoded: {exc}") from None
+        digest = None
+        if source is None:
+            try:
+                digest = entries_digest(index.entries())
+            except TypeError as exc:
+                raise ValueError(f"entries cannot be encoded: {exc}") from None
         header = {
             "format": FORMAT,
             "fingerprint": fingerprint(),
@@ -168,6 +183,7 @@ def encode_index_snapshot(index: CandidateIndex, *, owner: str) -> tuple[bytes, 
             "params": _params(index.params),
             "folders": len(index),
             "entries": digest,
+            "source": source,
         }
         return encode_sections(MAGIC, header, index.snapshot_parts()), index.unsaved
 
@@ -177,13 +193,14 @@ def write_index_snapshot(
     index: CandidateIndex,
     *,
     owner: str,
+    source: str | None = None,
     write: Callable[[Path, bytes], None] = write_bytes_atomic,
 ) -> int:
     """Write `index`'s snapshot to `path` (atomically and durably); returns its size.
     Blocking; takes the index's lock only to copy it, so queries go on meanwhile. The
     changes it holds no longer count as unsaved. Raises ValueError as
     :func:`encode_index_snapshot` does."""
-    data, taken = encode_index_snapshot(index, owner=owner)
+    data, taken = encode_index_snapshot(index, owner=owner, source=source)
     write(path, data)
     with index.lock:
         index.unsaved -= taken
@@ -198,9 +215,29 @@ def save_index_snapshot(store: SessionStore, index: CandidateIndex) -> int | Non
     if not store.materialized:
         return None
     try:
-        return write_index_snapshot(snapshot_path(store), index, owner=_owner(store))
+        return write_index_snapshot(
+            snapshot_path(store), index, owner=_owner(store), source=_source_of(store, index)
+        )
     except ValueError:
         return None
+
+
+_SCORED = operator.attrgetter("scored")
+
+
+def _source_of(store: SessionStore, index: CandidateIndex) -> str | None:
+    """`store.loaded_from` when `index` is over every scored entry of the store as
+    opened (nothing hidden, nothing changed since), in order; else None."""
+    source = store.loaded_from
+    if source is None:
+        return None
+    with index.lock:
+        mine = index.entries()
+        every = store.index
+        scored = [e for e, s in zip(every, map(_SCORED, every), strict=True) if s is not False]
+        if len(mine) != len(scored) or any(map(operator.is_not, mine, scored)):
+            return None
+    return source if store.loaded_from == source else None
 
 
 def restored_index(
@@ -208,9 +245,10 @@ def restored_index(
 ) -> tuple[CandidateIndex | None, str | None]:
     """The candidate index of `store`'s snapshot over `entries` (the store's visible
     entries), or None and why not (None and None: there is none). Blocking."""
+    source = store.loaded_from if entries is store.index else None
     try:
         index = read_index_snapshot(
-            snapshot_path(store), entries, cfg, owner=_owner(store), version=version
+            snapshot_path(store), entries, cfg, owner=_owner(store), version=version, source=source
         )
     except FileNotFoundError:
         return None, None
@@ -226,11 +264,14 @@ def read_index_snapshot(
     *,
     owner: str,
     version: Any = None,
+    source: str | None = None,
 ) -> CandidateIndex:
     """The index stored at `path`, over `entries` (what a build over them gives). Raises
     FileNotFoundError when there is none and :class:`SnapshotError` (with the reason)
     when it cannot be used (damaged, another version's, store's or parameters', or built
-    over other entries). Blocking."""
+    over other entries). `source`: what `entries` (all of a store's, as opened) are a
+    function of (`SessionStore.loaded_from`); a snapshot stamped with the same was built
+    over them, and their digest is not worked out. Blocking."""
     params = _params(index_params(cfg))
 
     def check(header: dict[str, Any]) -> None:
@@ -240,6 +281,8 @@ def read_index_snapshot(
             raise SnapshotError("built over another store")
         if header.get("params") != params:
             raise SnapshotError("built with other index parameters")
+        if source is not None and header.get("source") == source:
+            return  # built over the very entries `source` makes
         try:
             digest = entries_digest(entries)
         except TypeError:

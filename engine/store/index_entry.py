@@ -31,12 +31,12 @@ from __future__ import annotations
 import math
 import operator
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from engine.store.records import INDEX_FIELDS, IndexFields, to_json_dict
 
-__all__ = ["IndexEntry", "entry_from_row"]
+__all__ = ["IndexEntry", "entry_from_row", "first_by_key"]
 
 
 class _Fields(NamedTuple):
@@ -261,6 +261,20 @@ def entry_from_row(row: Any) -> IndexEntry:
         if entry is not None:
             return entry
     return _validated(row)
+
+
+_KEY_AND_ID = operator.attrgetter("idempotencyKey", "id")
+
+
+def first_by_key(entries: Iterable[Any]) -> dict[str, str]:
+    """Idempotency key -> the id of the first of `entries` carrying it (what
+    ``setdefault`` over them in order gives; entries without a key left out), in one pass
+    at C speed (a store of 10⁵ folders is opened with it)."""
+    pairs = list(map(_KEY_AND_ID, entries))
+    pairs.reverse()  # the first of each key is written last, and wins
+    out: dict[Any, str] = dict(pairs)
+    out.pop(None, None)
+    return out
 
 
 def _restore(values: tuple[Any, ...]) -> IndexEntry:

@@ -20,9 +20,16 @@ the file gives, whatever the store did meanwhile.
 
 The file: 8 bytes magic, 8 bytes little-endian header length, the header (JSON: format,
 :func:`fingerprint`, the SHA-256 and size of the ``index.json`` it stands for, the size
-and CRC-32 of the payload), then the payload: `marshal` of the entries' values (a
-refused row: the text recovery reports for it) and the file's top-level extras. It is
-written whole through `engine.jsonio.write_bytes_atomic`.
+and CRC-32 of the payload), then the payload: `marshal` of the entries' values by
+column (one tuple per field: the entries are made from them in one pass, and no
+per-row tuple is made only to be copied and dropped), the refused rows (their place and
+the text recovery reports for them) and the file's top-level extras. It is written
+whole through `engine.jsonio.write_bytes_atomic`.
+
+Why it is read as it is: ``index.json`` is hashed a block at a time
+(`hashlib.file_digest`) and the snapshot is mapped, not read into one bytes object. A
+freed buffer of tens of megabytes stays in glibc malloc's heap (its mmap threshold
+rises to the largest block freed), and the daemon's resident size kept that peak.
 """
 
 from __future__ import annotations
@@ -30,10 +37,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import marshal
+import mmap
 import struct
 import sys
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +61,13 @@ __all__ = [
     "SNAPSHOT_NAME",
     "checked_entry",
     "fingerprint",
+    "load_index_entries",
     "read_index_entries",
     "save_index_snapshot",
     "snapshot_path",
 ]
 
-FORMAT = 1
+FORMAT = 2
 MAGIC = b"RFMDIRX\x00"
 SNAPSHOT_NAME = ".index-rows.snapshot"
 """In the session directory: a dot-file, which recovery and every listing leave alone."""
@@ -82,6 +93,8 @@ _PROBE = {
     "custom": {"kept": [1, 2]},
 }
 _new = tuple.__new__
+_WIDTH = len(INDEX_FIELDS) + 3
+"""The values of an entry: its fields, then how it gives its row back."""
 
 
 def snapshot_path(paths: SessionPaths) -> Path:
@@ -116,29 +129,73 @@ def _identity(data: bytes) -> dict[str, Any]:
     return {"index": hashlib.sha256(data).hexdigest(), "size": len(data)}
 
 
+def _file_identity(path: Path) -> dict[str, Any] | None:
+    """:func:`_identity` of the file at `path`, hashed a block at a time (no copy of it
+    in memory); None when it cannot be read."""
+    try:
+        with path.open("rb") as f:
+            digest = hashlib.file_digest(f, "sha256")
+            size = f.tell()
+    except OSError:
+        return None
+    return {"index": digest.hexdigest(), "size": size}
+
+
 def read_index_entries(paths: SessionPaths) -> tuple[list[Any], dict[str, Any], IndexStatus]:
     """Each row of ``index.json`` as :func:`checked_entry` makes it, the top-level extras
     and the file's status: what ``read_index(paths, checked_entry)`` gives, from the
     snapshot when it stands for the file's bytes (module docstring). Blocking."""
+    entries, extra, status, _ = load_index_entries(paths)
+    return entries, extra, status
+
+
+def load_index_entries(
+    paths: SessionPaths,
+) -> tuple[list[Any], dict[str, Any], IndexStatus, str | None]:
+    """:func:`read_index_entries`, and what the entries are a function of: the file's
+    bytes (their SHA-256 and size) and the code that read them (:func:`fingerprint`),
+    as one string; None when the file was missing or unreadable."""
+    if not paths.index.exists():
+        return [], {}, "missing", None
+    identity = _file_identity(paths.index)
+    if identity is not None:
+        cached = _cached(snapshot_path(paths), identity)
+        if cached is not None:
+            return cached[0], cached[1], "ok", _source(identity)
     try:
         data = paths.index.read_bytes()
     except FileNotFoundError:
-        return [], {}, "missing"
+        return [], {}, "missing", None
     except OSError:
-        return [], {}, "corrupt"
-    cached = _cached(snapshot_path(paths), _identity(data))
-    if cached is not None:
-        return cached[0], cached[1], "ok"
-    return parse_index(data, checked_entry)
+        return [], {}, "corrupt", None
+    entries, extra, status = parse_index(data, checked_entry)
+    return entries, extra, status, _source(_identity(data)) if status == "ok" else None
 
 
-def _payload(path: Path, identity: dict[str, Any]) -> memoryview | None:
+def _source(identity: dict[str, Any]) -> str:
+    return f"{fingerprint()}:{identity['index']}:{identity['size']}"
+
+
+@contextmanager
+def _mapped(path: Path) -> Iterator[memoryview | None]:
+    """The file's bytes, mapped read-only (None: unreadable or empty); unmapped after."""
+    try:
+        with path.open("rb") as f:
+            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        yield None
+        return
+    view = memoryview(mapped)
+    try:
+        yield view
+    finally:
+        view.release()
+        mapped.close()
+
+
+def _payload(blob: memoryview, identity: dict[str, Any]) -> memoryview | None:
     """The snapshot's payload when the file is whole (its CRC), this code's and made
     from the file `identity` names; else None."""
-    try:
-        blob = path.read_bytes()
-    except OSError:
-        return None
     if len(blob) < _HEAD.size:
         return None
     magic, size = _HEAD.unpack_from(blob)
@@ -148,7 +205,7 @@ def _payload(path: Path, identity: dict[str, Any]) -> memoryview | None:
         header = orjson.loads(blob[_HEAD.size : _HEAD.size + size])
     except orjson.JSONDecodeError:
         return None
-    payload = memoryview(blob)[_HEAD.size + size :]
+    payload = blob[_HEAD.size + size :]
     if (
         not isinstance(header, dict)
         or header.get("format") != FORMAT
@@ -160,50 +217,90 @@ def _payload(path: Path, identity: dict[str, Any]) -> memoryview | None:
     return payload
 
 
+def _stands_for(path: Path, identity: dict[str, Any]) -> bool:
+    with _mapped(path) as blob:
+        return blob is not None and _payload(blob, identity) is not None
+
+
 def _cached(path: Path, identity: dict[str, Any]) -> tuple[list[Any], dict[str, Any]] | None:
     """The snapshot's entries and extras when it stands for the file `identity` names
     (:func:`_payload`); else None."""
-    payload = _payload(path, identity)
-    if payload is None:
-        return None
-    try:
-        values, extra = marshal.loads(payload)
-    except (ValueError, EOFError, TypeError):
-        return None
-    if not isinstance(values, tuple) or not isinstance(extra, dict):
-        return None
-    n = len(INDEX_FIELDS) + 3
-    entries: list[Any] = []
-    for v in values:
-        if type(v) is tuple and len(v) == n:
-            entries.append(_new(IndexEntry, v))
-        elif type(v) is str:
-            entries.append(v)
-        else:
+    with _mapped(path) as blob:
+        payload = None if blob is None else _payload(blob, identity)
+        if payload is None:
             return None
+        try:
+            loaded = marshal.loads(payload)
+        except (ValueError, EOFError, TypeError):
+            return None
+        finally:
+            payload.release()
+    return _entries_of(loaded)
+
+
+def _entries_of(loaded: Any) -> tuple[list[Any], dict[str, Any]] | None:
+    """The entries (refused rows as their text, in place) and extras of a payload."""
+    if not isinstance(loaded, tuple) or len(loaded) != 3:
+        return None
+    columns, refused, extra = loaded
+    if (
+        type(columns) is not tuple
+        or len(columns) != _WIDTH
+        or type(refused) is not tuple
+        or not isinstance(extra, dict)
+    ):
+        return None
+    count = len(columns[0])
+    if any(type(c) is not tuple or len(c) != count for c in columns):
+        return None
+    entries: list[Any] = list(map(_new, repeat(IndexEntry), zip(*columns, strict=True)))
+    for item in refused:
+        if (
+            type(item) is not tuple
+            or len(item) != 2
+            or type(item[0]) is not int
+            or type(item[1]) is not str
+            or not 0 <= item[0] <= len(entries)
+        ):
+            return None
+        entries.insert(item[0], item[1])
     return entries, extra
 
 
-def save_index_snapshot(paths: SessionPaths, entries: Sequence[IndexEntry]) -> int | None:
+def save_index_snapshot(
+    paths: SessionPaths, entries: Sequence[IndexEntry], source: str | None = None
+) -> int | None:
     """Write the snapshot of the store's ``index.json`` as it is now, with `entries` (the
     store's, in index order) as hints (module docstring); its size, None when there was
     nothing to write (no file, a small one, or the snapshot stands for it already).
-    Blocking; raises OSError when the disk refuses."""
+    `source`: the store's `loaded_from` (what its entries are a function of, as opened);
+    when it names the file as it is now, `entries` are what parsing it gives, and it is
+    not parsed. Blocking; raises OSError when the disk refuses."""
     try:
         data = paths.index.read_bytes()
     except FileNotFoundError:
         return None
     identity = _identity(data)
     path = snapshot_path(paths)
-    if _payload(path, identity) is not None:
+    if _stands_for(path, identity):
         return None  # it stands for the file already
-    parsed = _parsed(data[len(_UTF8_BOM) :] if data.startswith(_UTF8_BOM) else data, entries)
+    text = data[len(_UTF8_BOM) :] if data.startswith(_UTF8_BOM) else data
+    del data
+    extra = _extras(text) if source is not None and source == _source(identity) else None
+    parsed = (entries, extra) if extra is not None else _parsed(text, entries)
+    del text
     if parsed is None or len(parsed[0]) < SNAPSHOT_MIN_ROWS:
         return None
     rows, extra = parsed
-    payload = marshal.dumps(
-        (tuple(tuple(e) if isinstance(e, IndexEntry) else e for e in rows), extra)
-    )
+    if all(map(isinstance, rows, repeat(IndexEntry))):
+        refused: tuple[tuple[int, str], ...] = ()
+        columns = tuple(zip(*rows, strict=True))
+    else:
+        refused = tuple((n, e) for n, e in enumerate(rows) if not isinstance(e, IndexEntry))
+        kept = [e for e in rows if isinstance(e, IndexEntry)]
+        columns = tuple(zip(*kept, strict=True))
+    payload = marshal.dumps((columns or ((),) * _WIDTH, refused, extra))
+    del columns
     header = {
         "format": FORMAT,
         "fingerprint": fingerprint(),
@@ -216,7 +313,16 @@ def save_index_snapshot(paths: SessionPaths, entries: Sequence[IndexEntry]) -> i
     return len(blob)
 
 
-def _parsed(data: bytes, hints: Sequence[IndexEntry]) -> tuple[list[Any], dict[str, Any]] | None:
+def _extras(data: bytes) -> dict[str, Any] | None:
+    """The top-level extras of an index file (its document without the rows; None when
+    it is not in the layout the store writes: then it is parsed)."""
+    cut = row_spans(data)
+    return None if cut is None else {k: v for k, v in cut[0].items() if k != "folders"}
+
+
+def _parsed(
+    data: bytes, hints: Sequence[IndexEntry]
+) -> tuple[Sequence[Any], dict[str, Any]] | None:
     """What parsing `data` gives (rows as :func:`checked_entry` makes them, extras), each
     row whose text is the one `hints` holds at its place taken from there; None when the
     file does not parse."""
@@ -225,6 +331,8 @@ def _parsed(data: bytes, hints: Sequence[IndexEntry]) -> tuple[list[Any], dict[s
         rest, spans = cut
         extra = {k: v for k, v in rest.items() if k != "folders"}
         mine = encode_index((e.row() for e in hints), extra)
+        if mine == data:
+            return list(hints), extra  # the file is what the store writes for them
         ours = row_spans(mine)
         if ours is not None and len(ours[1]) == len(spans):
             view, other = memoryview(data), memoryview(mine)

@@ -16,9 +16,11 @@ both answers are kept, one list each.
 
 from __future__ import annotations
 
+import operator
 from bisect import bisect_left, insort
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import compress
 from typing import overload
 
 from engine.scoring.eras import folder_era, listed
@@ -91,6 +93,28 @@ def _labels_of(entry: Row) -> list[str]:
     return folder_labels(entry.events, entry.event) if entry.events or entry.event else []
 
 
+_SCORED = operator.attrgetter("scored")
+_RESCORE = operator.attrgetter("rescorePending")
+_EVENTS = operator.attrgetter("events")
+_EVENT = operator.attrgetter("event")
+
+
+def _label_counts(labelled: Iterable[Row]) -> Counter[str]:
+    """What counting each folder's labels gives (labels in the order they first appear),
+    working each distinct (events, event) out once: labels recur across thousands of
+    folders, and the folders of a label are counted where they share it."""
+    rows = list(labelled)
+    kinds = map(tuple, [ev or () for ev in map(_EVENTS, rows)])
+    groups: Counter[tuple[tuple[str, ...], str | None]] = Counter(
+        zip(kinds, map(_EVENT, rows), strict=True)
+    )
+    counts: Counter[str] = Counter()
+    for (events, event), n in groups.items():
+        for label in folder_labels(events, event):
+            counts[label] += n
+    return counts
+
+
 def _listed_current(entry: Row, *, synthetic: bool) -> bool:
     era = folder_era(
         created_at=entry.createdAt, pending_era=entry.pendingEra, session_synthetic=synthetic
@@ -111,29 +135,22 @@ class IndexStats:
     )
 
     def __init__(self, entries: Iterable[Row] = ()) -> None:
-        """Built from ``entries`` in one pass (at load); sorted once."""
-        pending: list[Key] = []
-        current: list[Key] = []
-        current_synthetic: list[Key] = []
-        review: list[Key] = []
-        labels: list[str] = []
-        marked = 0
-        for entry in entries:
-            if not entry.scored:
-                key = pending_key(entry)
-                pending.append(key)
-                if _listed_current(entry, synthetic=False):
-                    current.append(key)
-                if _listed_current(entry, synthetic=True):
-                    current_synthetic.append(key)
-            elif entry.rescorePending:
-                review.append(review_key(entry))
-            if entry.rescorePending:
-                marked += 1
-            labels += _labels_of(entry)
+        """Built from ``entries`` at load, field by field at C speed: only the folders
+        that are pending, marked or labelled (few, in a settled store) are looked at one
+        by one; sorted once."""
+        rows = list(entries)
+        unscored = list(compress(rows, map(operator.not_, map(_SCORED, rows))))
+        marks = list(map(_RESCORE, rows))
+        marked = sum(map(bool, marks))
+        pending = list(map(pending_key, unscored))
+        current = [pending_key(e) for e in unscored if _listed_current(e, synthetic=False)]
+        current_synthetic = [pending_key(e) for e in unscored if _listed_current(e, synthetic=True)]
+        review = [review_key(e) for e in compress(rows, marks) if e.scored]
+        has_labels = map(any, zip(map(_EVENTS, rows), map(_EVENT, rows), strict=True))
+        labels = _label_counts(compress(rows, has_labels))
         self.rescore_pending = marked
         """Folders marked ``rescorePending``, scored or not."""
-        self._labels: Counter[str] = Counter(labels)
+        self._labels: Counter[str] = labels
         self.pending = SortedIds(pending)
         """Every unscored folder, by :func:`pending_key`."""
         self.pending_current = SortedIds(current)

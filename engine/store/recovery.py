@@ -35,8 +35,10 @@ during recovery is itself recovered by the next load.
 
 from __future__ import annotations
 
+import operator
 import os
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Any
 
 from pydantic import ValidationError
@@ -45,10 +47,10 @@ from engine import jsonio
 from engine.jsonio import CorruptJSONError, is_temp_name, read_json
 from engine.store.errors import CorruptFolderError
 from engine.store.folders import read_meta, validate_folder
-from engine.store.ids import is_folder_id, is_safe_name
+from engine.store.ids import folder_ids_among, is_folder_id, is_safe_name
 from engine.store.images import ImagesIndex, image_row
-from engine.store.index_entry import IndexEntry
-from engine.store.index_snapshot import read_index_entries
+from engine.store.index_entry import IndexEntry, first_by_key
+from engine.store.index_snapshot import load_index_entries
 from engine.store.indexfile import (
     IndexStatus,
     file_size,
@@ -60,6 +62,10 @@ from engine.store.log_replay import replay_log_over
 from engine.store.records import FolderMeta, JournalRecord, index_row_from_meta
 
 __all__ = ["CorruptFolder", "JournalOutcome", "LoadReport", "RecoveredState", "recover"]
+
+_ID = operator.attrgetter("id")
+_NAME = operator.attrgetter("name")
+_IS_DIR = operator.methodcaller("is_dir", follow_symlinks=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +138,10 @@ class RecoveredState:
     """Size of ``index.json`` as left on disk (the log's budget follows it)."""
     log_bytes: int = 0
     """Size of ``index.log.jsonl`` as left on disk (0: none)."""
+    source: str | None = None
+    """When the entries are exactly the rows of ``index.json`` (recovery changed, replayed
+    and rewrote nothing): what they are a function of, the file's bytes and the code
+    that read them (`engine.store.index_snapshot.load_index_entries`); else None."""
 
 
 class _Recovery:
@@ -139,7 +149,8 @@ class _Recovery:
         self.paths = paths
         self.report = LoadReport()
         self.entries: dict[str, IndexEntry] = {}
-        self.by_key: dict[str, str] = {}
+        self._by_key: dict[str, str] | None = {}
+        self._loaded: list[IndexEntry] = []
         self.index_changed = False
         self.images = ImagesIndex(paths)
         self.images_changed = False
@@ -147,8 +158,18 @@ class _Recovery:
         self.removed: set[str] = set()
         self.to_unlink: list[Any] = []
         self.log_bytes = 0
+        self.source: str | None = None
 
     # -- helpers ---------------------------------------------------------
+    @property
+    def by_key(self) -> dict[str, str]:
+        """Idempotency key -> the first folder loaded or adopted with it. Taken from a
+        clean index only when a repair asks (most opens never do)."""
+        if self._by_key is None:
+            self._by_key = first_by_key(self._loaded)
+            self._loaded = []
+        return self._by_key
+
     def _ensure_images(self) -> None:
         self.images.ensure_loaded(lambda: list(self.entries))
         for folder_id, reason in self.images.unreadable:
@@ -174,17 +195,22 @@ class _Recovery:
         journals: list[str] = []
         staging: list[str] = []
         with os.scandir(self.paths.dir) as it:
-            for entry in it:
-                name = entry.name
-                if is_temp_name(name) and entry.is_file(follow_symlinks=False):
-                    jsonio.fs.unlink(self.paths.dir / name)
-                    self.report.temp_removed.append(name)
-                elif name.startswith(JOURNAL_PREFIX) and name.endswith(".json"):
-                    journals.append(name)
-                elif name.startswith(STAGING_PREFIX) and entry.is_dir(follow_symlinks=False):
-                    staging.append(name)
-                elif is_folder_id(name) and entry.is_dir(follow_symlinks=False):
-                    self.folder_dirs.add(name)
+            listing = list(it)
+        # the folders first, at C speed (nearly every name; no other kind of name below
+        # starts with ``mem-``), then the few other names one by one, in listing order
+        names = list(map(_NAME, listing))
+        dirs = list(compress(names, map(_IS_DIR, listing)))
+        self.folder_dirs = set(folder_ids_among(dirs))
+        others = compress(listing, map(operator.not_, map(self.folder_dirs.__contains__, names)))
+        for entry in others:
+            name = entry.name
+            if is_temp_name(name) and entry.is_file(follow_symlinks=False):
+                jsonio.fs.unlink(self.paths.dir / name)
+                self.report.temp_removed.append(name)
+            elif name.startswith(JOURNAL_PREFIX) and name.endswith(".json"):
+                journals.append(name)
+            elif name.startswith(STAGING_PREFIX) and entry.is_dir(follow_symlinks=False):
+                staging.append(name)
         if self.paths.images_dir.is_dir():
             with os.scandir(self.paths.images_dir) as it:
                 for entry in it:
@@ -194,22 +220,39 @@ class _Recovery:
         return sorted(journals), sorted(staging)
 
     def load_index(self) -> dict[str, Any]:
-        checked, extra, status = read_index_entries(self.paths)
+        checked, extra, status, self.source = load_index_entries(self.paths)
         self.report.index_status = status
         self.index_changed = status == "corrupt"
-        for entry in checked:
-            if not isinstance(entry, IndexEntry):
-                self.report.dropped_entries.append(str(entry))
-                self.index_changed = True
-                continue
-            if not is_folder_id(entry.id) or entry.id in self.entries:
-                self.report.dropped_entries.append(entry.id)
-                self.index_changed = True
-                continue
-            self.entries[entry.id] = entry
-            if entry.idempotencyKey is not None:
-                self.by_key.setdefault(entry.idempotencyKey, entry.id)
+        if not self._take_all(checked):
+            for entry in checked:
+                self._take(entry)
         return extra
+
+    def _take_all(self, checked: list[Any]) -> bool:
+        """Take every row at once when each is an entry with a folder id of its own (a
+        clean index: what :meth:`_take` of each would do); False, nothing taken, else."""
+        if self.entries or set(map(type, checked)) - {IndexEntry}:
+            return False
+        ids = list(map(_ID, checked))
+        entries = dict(zip(ids, checked, strict=True))
+        if len(entries) != len(ids) or len(folder_ids_among(ids)) != len(ids):
+            return False
+        self.entries = entries
+        self._by_key, self._loaded = None, checked
+        return True
+
+    def _take(self, entry: Any) -> None:
+        if not isinstance(entry, IndexEntry):
+            self.report.dropped_entries.append(str(entry))
+            self.index_changed = True
+            return
+        if not is_folder_id(entry.id) or entry.id in self.entries:
+            self.report.dropped_entries.append(entry.id)
+            self.index_changed = True
+            return
+        self.entries[entry.id] = entry
+        if entry.idempotencyKey is not None:
+            self.by_key.setdefault(entry.idempotencyKey, entry.id)
 
     def replay_log(self) -> None:
         replay = replay_log_over(self.paths, self.entries, self._unreadable)
@@ -357,6 +400,8 @@ class _Recovery:
             self.report.adopted.append(meta.id)
 
     def missing(self) -> None:
+        if not self.entries.keys() - self.folder_dirs:
+            return  # every indexed folder is there (a set difference, at C speed)
         for folder_id in [f for f in self.entries if f not in self.folder_dirs]:
             self._drop(folder_id)
             if folder_id not in self.removed:
@@ -392,6 +437,7 @@ def recover(paths: SessionPaths) -> RecoveredState:
     if rec.to_unlink or staging:
         jsonio.fs.fsync_dir(paths.dir)
     seen = set(rec.folder_dirs) | set(rec.entries)
+    untouched = not rec.index_changed and not rec.report.log_records
     return RecoveredState(
         entries=rec.entries,
         index_extra=extra,
@@ -400,6 +446,7 @@ def recover(paths: SessionPaths) -> RecoveredState:
         seen_ids=seen,
         index_bytes=index_bytes,
         log_bytes=rec.log_bytes,
+        source=rec.source if untouched else None,
     )
 
 

@@ -32,7 +32,7 @@ from engine.store.errors import (
 from engine.store.folders import read_context, read_meta
 from engine.store.ids import FolderIdAllocator, check_safe_name
 from engine.store.images import ImagesIndex, is_stale
-from engine.store.index_entry import IndexEntry
+from engine.store.index_entry import IndexEntry, first_by_key
 from engine.store.index_stats import IndexStats
 from engine.store.indexfile import (
     LogRow,
@@ -171,16 +171,13 @@ class SessionStore:
         """The log may hold rows no meta backs (an update failed after its append): the
         next update folds the log into index.json before appending."""
         self._entries = state.entries
+        self._source = state.source
         self._index_stats = IndexStats(self._entries.values())
         self._index_extra = state.index_extra
         self._images = state.images
         self._images_checked: tuple[int, frozenset[str]] | None = None
-        self._by_key: dict[str, str] = {}
-        for entry in self._entries.values():
-            if entry.idempotencyKey is not None:
-                self._by_key.setdefault(entry.idempotencyKey, entry.id)
-        for folder_id in state.seen_ids:
-            self._ids.observe(folder_id)
+        self._by_key: dict[str, str] = first_by_key(self._entries.values())
+        self._ids.observe_all(state.seen_ids)
 
     @property
     def materialized(self) -> bool:
@@ -235,6 +232,15 @@ class SessionStore:
         if self._snapshot is None:
             self._snapshot = tuple(self._entries.values())
         return self._snapshot
+
+    @property
+    def loaded_from(self) -> str | None:
+        """While the index is as opened and was exactly the rows of ``index.json``: what
+        it is a function of (the file's SHA-256 and size, and the code that read it:
+        `engine.store.recovery.RecoveredState.source`), so that an index derived from it
+        and stamped with this can be taken again without comparing every entry. None
+        once anything changed, or when recovery had to change anything."""
+        return self._source
 
     @property
     def index_stats(self) -> IndexStats:
@@ -503,6 +509,7 @@ class SessionStore:
 
     def _changed(self) -> None:
         self._snapshot = None
+        self._source = None
         self.version += 1
 
     def _write_index(self) -> None:

@@ -99,6 +99,7 @@ class Daemon:
         # unloaded sessions (dispose, eviction) give their memory back to the OS
         self.memory = MemoryRelease()
         self.app.sessions.on_release = self.memory.request
+        self.app.sessions.on_loaded = self.memory.request_trim  # a load's peak goes back
         self.eviction: SessionEviction | None = None
         self.tailer: SessionLogTailer | None = None
 

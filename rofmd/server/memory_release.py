@@ -116,8 +116,11 @@ class MemoryRelease:
         self._settle = settle
         self._trim = _malloc_trim()
         self._wanted = False
+        self._trim_wanted = False
         self._wake: anyio.Event | None = None
         self.runs = 0
+        self.trims = 0
+        """Trims alone, after loads (`request_trim`)."""
         self.last: Release | None = None
 
     def request(self) -> None:
@@ -126,15 +129,31 @@ class MemoryRelease:
         if self._wake is not None:
             self._wake.set()
 
+    def request_trim(self) -> None:
+        """A session's data was loaded (called on the event loop, cheap): what loading
+        freed is handed back with `malloc_trim` alone (nothing was unloaded, so there is
+        nothing to collect), at most once a second; not counted as a release."""
+        if self._trim is None:
+            return
+        self._trim_wanted = True
+        if self._wake is not None:
+            self._wake.set()
+
     async def run(self) -> None:
-        """Release after unloads until cancelled (daemon shutdown)."""
+        """Release after unloads (and trim after loads) until cancelled (shutdown)."""
         while True:
             self._wake = anyio.Event()
-            if not self._wanted:
+            if not self._wanted and not self._trim_wanted:
                 await self._wake.wait()
             # let a burst of unloads finish first: one release for all of them
             await anyio.sleep(self._settle)
-            self._wanted = False
+            if not self._wanted and self._trim is not None:
+                self._trim_wanted = False
+                await anyio.to_thread.run_sync(self._trim, 0)
+                self.trims += 1
+                await anyio.sleep(1.0)
+                continue
+            self._wanted = self._trim_wanted = False
             self.last = await anyio.to_thread.run_sync(release_memory, self._trim)
             self.runs += 1
             log.debug("memory released", **self.last.to_json())
@@ -146,5 +165,6 @@ class MemoryRelease:
             "allocator": allocator_name(),
             "rssBytes": resident_bytes(),
             "releases": self.runs,
+            "trims": self.trims,
             "lastRelease": self.last.to_json() if self.last is not None else None,
         }

@@ -52,6 +52,8 @@ EVENTS = ["马拉松", "发布评审", "Marathon", "", "生日会"]
 PLACES = ["杭州", "我家", "Hangzhou", "公司", "杭州市"]
 PEOPLE = ["Mina", "小林", "mina", "老王"]
 _serial = iter(range(10**9))
+"""Ids of `labelled_entry`: "mem-l…", never one of `new_entry`'s "mem-…" (a counter of
+its own), so a test mixing the two never makes two folders with one id."""
 
 
 def labelled_entry(
@@ -66,7 +68,7 @@ def labelled_entry(
     people: list[str] | None,
 ) -> Entry:
     return Entry(
-        id=f"mem-{next(_serial):06d}",
+        id=f"mem-l{next(_serial):06d}",
         alpha=alpha,
         createdAt=BASE_MS + created,
         keywords=kws,
@@ -296,3 +298,53 @@ def test_a_small_index_is_not_written(tmp_path: Path) -> None:
     small = CandidateIndex(entries, cfg)
     assert small.unsaved == 10 and not snapshot_due(small)
     assert snapshot_due(small, unloading=True) is False
+
+
+def test_a_store_as_opened_restores_its_stamped_snapshot_without_a_digest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A snapshot made over a store's entries as opened is stamped with what they are a
+    function of (`SessionStore.loaded_from`): reopened over the same ``index.json`` it
+    is taken without working out the entries' digest, and is what a build gives; once
+    the store changed, the stamp no longer speaks for it."""
+    from engine.recall import candidate_snapshot
+    from engine.store import open_session
+
+    cfg = CONFIGS[0]
+    store = new_store(tmp_path)
+    ids = write_folders(
+        store,
+        [
+            {"createdAt": BASE_MS + i, "alpha": 0.8, "keywords": ["星港项目", f"词{i}"]}
+            for i in range(300)
+        ],
+    )
+    # judged through the index log: reopened, the entries are not index.json's alone
+    assert open_session(tmp_path, store.session_id).loaded_from is None
+    write_folders(store, [{"createdAt": BASE_MS + 999, "scored": False}], txn="arc-2")
+    opened = open_session(tmp_path, store.session_id)  # the commit folded the log in
+    assert opened.loaded_from is not None
+    built, _ = synced_index(None, opened, opened.index, cfg, 1)
+    assert save_index_snapshot(opened, built)
+    digests: list[int] = []
+    real = candidate_snapshot.entries_digest
+
+    def counted(entries: Any) -> str:
+        digests.append(1)
+        return real(entries)
+
+    monkeypatch.setattr(candidate_snapshot, "entries_digest", counted)
+    again = open_session(tmp_path, store.session_id)
+    assert again.loaded_from == opened.loaded_from
+    back, how = synced_index(None, again, again.index, cfg, 2)
+    assert how == "restored" and not digests
+    assert structure(back) == structure(CandidateIndex(again.index, cfg))
+    # hidden entries are not the store's as opened: the stamp does not speak for them
+    visible = again.index[1:]
+    _, why = restored_index(again, visible, cfg)
+    assert why == "built over other entries (stale)" and digests
+    # changed since it was opened: no stamp, and the snapshot is stale
+    again.update_meta(ids[3], {"alpha": 0.2})
+    assert again.loaded_from is None
+    _, why = restored_index(again, again.index, cfg)
+    assert why == "built over other entries (stale)"

@@ -17,7 +17,9 @@ from engine.store.ids import (
     FOLDER_ID_RE,
     MAX_NAME_LENGTH,
     FolderIdAllocator,
+    folder_ids_among,
     folder_stamp,
+    is_folder_id,
     is_safe_name,
     is_session_dir_name,
     legacy_session_dir_name,
@@ -160,3 +162,51 @@ def test_idempotency_key_is_unambiguous() -> None:
     b = make_idempotency_key("s", 12, 3, 4, "h", 0)
     assert a != b
     assert make_idempotency_key("s", 1, 2, 3, "h", 0) != make_idempotency_key("s", 1, 2, 3, "h", 1)
+
+
+_ODD_IDS = st.sampled_from(
+    [
+        "mem-20260101T000000Z-12345",  # five digits
+        "mem-20260101T000001Z-0009\n",  # `$` takes a trailing line break
+        "mem-20260101T000002Z-٣٣٣٣",  # other digits
+        "mem-legacy-folder",
+        "mem-20260101T000003Z-0000",
+        "not-a-folder",
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.builds(
+                lambda day, sec, seq: f"mem-202601{day:02d}T0000{sec:02d}Z-{seq:04d}",
+                st.integers(1, 3),
+                st.integers(0, 3),
+                st.integers(0, 9999),
+            ),
+            _ODD_IDS,
+        ),
+        max_size=40,
+    ),
+    st.lists(st.integers(0, 3 * 86_400_000), max_size=6),
+)
+def test_observing_ids_at_once_is_observing_them_one_by_one(
+    ids: list[str], times: list[int]
+) -> None:
+    one, bulk = FolderIdAllocator(), FolderIdAllocator()
+    for folder_id in ids:
+        one.observe(folder_id)
+    bulk.observe_all(ids[: len(ids) // 2])
+    bulk.observe_all(ids[len(ids) // 2 :])
+    assert sorted(one.newest()) == bulk.newest()
+    for t in times:
+        now = 1_767_225_600_000 + t
+        assert one.allocate(now) == bulk.allocate(now)
+    assert sorted(one.newest()) == bulk.newest()
+
+
+@given(st.lists(st.text(alphabet="mem-0123456789TZab.\n_/", max_size=12), max_size=30))
+def test_folder_ids_among_a_listing_are_what_is_folder_id_accepts(names: list[str]) -> None:
+    assert folder_ids_among(names) == [n for n in names if is_folder_id(n)]

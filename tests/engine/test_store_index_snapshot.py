@@ -152,7 +152,7 @@ DAMAGE: dict[str, Callable[[bytes], bytes]] = {
     "a flipped bit in the payload": _flip,
     "a foreign file": lambda d: b"RFMDCIX\x00" + d[8:],
     "a broken header": lambda d: d[:20] + b"}" + d[21:],
-    "another version": lambda d: d.replace(b'"format":1', b'"format":9', 1),
+    "another version": lambda d: d.replace(b'"format":%d' % snap.FORMAT, b'"format":99', 1),
 }
 
 
@@ -218,3 +218,38 @@ def test_an_entry_written_back_and_read_again_is_the_same_entry(row: dict[str, A
         return  # refused rows are parsed, never hints
     back = entry_from_row(orjson.loads(orjson.dumps(entry.row())))
     assert tuple(back) == tuple(entry)
+
+
+def test_a_store_as_opened_says_what_its_entries_come_from(tmp_path: Path) -> None:
+    """`loaded_from` names the bytes of ``index.json`` (and the code that read them)
+    while the entries are exactly its rows: parsed or from the snapshot alike; never
+    after a log replay, a repair or a change. A snapshot written with it is the one
+    parsing the file makes."""
+    ids = _seed(tmp_path)
+    assert open_session(tmp_path, SID).loaded_from is None  # the judge calls' log replayed
+    store = open_session(tmp_path, SID)
+    store.update_metas({})  # nothing: the log stays
+    root = tmp_path / "sessions" / SID
+    store._write_index()  # folded in, as the next archive commit does
+    parsed = open_session(tmp_path, SID)
+    source = parsed.loaded_from
+    assert source is not None and source.endswith(str((root / "index.json").stat().st_size))
+    with_source = save_index_snapshot(parsed.paths, parsed.index, source)
+    assert with_source
+    taken = (root / SNAPSHOT_NAME).read_bytes()
+    (root / SNAPSHOT_NAME).unlink()
+    assert save_index_snapshot(parsed.paths, parsed.index) == with_source
+    assert (root / SNAPSHOT_NAME).read_bytes() == taken
+    restored = open_session(tmp_path, SID)
+    assert restored.loaded_from == source
+    assert _values(restored.index) == _values(parsed.index)
+    restored.update_meta(ids[1], {"alpha": 0.9})
+    assert restored.loaded_from is None
+    # a folder the index does not list: adopted, the index rewritten, nothing to name
+    shutil.copytree(root / ids[2], root / "mem-20300101T000000Z-0001")
+    meta = orjson.loads((root / "mem-20300101T000000Z-0001" / "meta.json").read_bytes())
+    meta.update(id="mem-20300101T000000Z-0001", idempotencyKey="other")
+    (root / "mem-20300101T000000Z-0001" / "meta.json").write_bytes(orjson.dumps(meta))
+    repaired = open_session(tmp_path, SID)
+    assert repaired.load_report.adopted == ["mem-20300101T000000Z-0001"]
+    assert repaired.loaded_from is None
