@@ -5,9 +5,11 @@ persons and locations, each field's terms counted `boost` times (integer boosts,
 weighted term frequency and a document length stay integers). Terms come from
 `engine.relevance.analyzer.search_terms`. Scoring is Okapi BM25 (k1 1.2, b 0.75,
 idf ln(1 + (N − df + 0.5) / (df + 0.5))) over the live documents, with the average
-document length quantised to steps of 2^(1/8) (`quantise_length`, so each posting's tf
-part is computed once, when it is added, and a query only multiplies by idf) and each
-tf part kept in float32 (`engine.relevance.postings`).
+document length quantised to steps of 2^(1/8) (`quantise_length`, so a posting's tf
+part is a function of its tf and its document's length alone, the same from one query to
+the next, and a query only multiplies it by idf) and each tf part rounded to float32
+(`engine.relevance.postings`, which computes them from a small table per document
+rather than storing one per posting).
 
 Why an inverted index of our own, not `bm25s` or `tantivy`: the index must follow the
 store in place (every archive, judge, re-archive and removal changes a few folders
@@ -176,7 +178,7 @@ class RelevanceIndex:
         self._len = array("q")  # weighted length (0 when dead)
         self._alpha = array("d")
         self.by_id: dict[str, int] = {}
-        self._entries: dict[str, Any] = {}
+        self._entry_of: list[Any] = []  # doc number -> its index entry (None when dead)
         # the α prior per document for one (alphaPrior, minAlpha), and its maximum
         self._prior: tuple[tuple[float, float], npt.NDArray[np.float64], float] | None = None
         self._idfs: dict[int, float] = {}  # per term id, for the current documents
@@ -253,42 +255,47 @@ class RelevanceIndex:
             tid = self._tids[term] = self._postings.new_term()
         return tid
 
-    def _add(self, entry: Any, text: dict[int, int] | None = None) -> None:
+    def _add(self, entry: Any, text: dict[int, int] | None = None, was: int = -1) -> None:
         """Index an entry; `text` is its text counts when they are known already (a
-        folder whose fields changed keeps its text and its passages)."""
+        folder whose fields changed keeps its text and its passages, those of its
+        document number `was`)."""
+        d = len(self._doc_ids)
         if text is None:
             passages, asks = self._read_text(entry.id)
-            self._passages.add(entry.id, passages, asks)
+            self._passages.add(d, passages, asks)
             counts = Counter(chain.from_iterable(passages))
         else:
+            self._passages.move(was, d)
             counts = Counter(text)
         boost = FIELD_BOOSTS["text"]
         if boost != 1:
             counts = Counter({tid: tf * boost for tid, tf in counts.items()})
         for term, tf in self._field_counts(entry).items():
             counts[self._tid(term)] += tf
-        d = len(self._doc_ids)
         length = sum(counts.values())
         self._doc_ids.append(entry.id)
         self._live.append(1)
         self._len.append(length)
         self._alpha.append(float(entry.alpha))
         self.by_id[entry.id] = d
-        self._entries[entry.id] = entry
+        self._entry_of.append(entry)
         self._live_docs += 1
         self._total_len += length
         self._postings.add(d, counts, self._len)
 
-    def _kill(self, folder_id: str, *, keep_text: bool = False) -> None:
+    def _kill(self, folder_id: str, *, keep_text: bool = False) -> int:
+        """Take a document out; returns its number (its passages stay with it when
+        `keep_text`, for the :meth:`_add` that follows)."""
         d = self.by_id.pop(folder_id)
-        entry = self._entries.pop(folder_id)
-        held = self._passages.terms(folder_id)
+        entry = self._entry_of[d]
+        self._entry_of[d] = None
+        held = self._passages.terms(d)
         held.update(self._tids[term] for term in self._field_counts(entry))
         df = self._postings.df
         for tid in held:
             df[tid] -= 1
         if not keep_text:
-            self._passages.remove(folder_id)
+            self._passages.remove(d)
             self._unread.discard(folder_id)
         self._doc_ids[d] = ""
         self._live[d] = 0
@@ -296,6 +303,14 @@ class RelevanceIndex:
         self._len[d] = 0
         self._live_docs -= 1
         self._dead += 1
+        return d
+
+    def _redo(self, entry: Any) -> None:
+        """Index a folder again whose fields changed, keeping its text and passages."""
+        d = self.by_id[entry.id]
+        text = self._passages.text_counts(d)
+        self._kill(entry.id, keep_text=True)
+        self._add(entry, text, d)
 
     def sync(self, entries: Iterable[Any], version: Any = None) -> int:
         """Bring the index to the scored folders of `entries` (the store's index, in
@@ -321,7 +336,7 @@ class RelevanceIndex:
             return changes
 
     def _sync(self, entries: Iterable[Any]) -> int:
-        known = self._entries
+        by_id, entry_of = self.by_id, self._entry_of
         seen: set[str] = set()
         changes = 0
         for entry in entries:
@@ -331,23 +346,22 @@ class RelevanceIndex:
             if fid in seen:
                 continue  # a duplicate id: the first entry is the folder
             seen.add(fid)
-            old = known.get(fid)
-            if old is entry:
-                continue
-            if old is not None:
+            d = by_id.get(fid)
+            if d is not None:
+                old = entry_of[d]
+                if old is entry:
+                    continue
                 if _signature(old) == _signature(entry):
-                    known[fid] = entry
-                    self._alpha[self.by_id[fid]] = float(entry.alpha)
+                    entry_of[d] = entry
+                    self._alpha[d] = float(entry.alpha)
                     self._prior = None
                     continue
-                text = self._passages.text_counts(fid)
-                self._kill(fid, keep_text=True)
-                self._add(entry, text)
+                self._redo(entry)
             else:
                 self._add(entry)
             changes += 1
-        if len(seen) != len(known):
-            for fid in [f for f in known if f not in seen]:
+        if len(seen) != len(by_id):
+            for fid in [f for f in by_id if f not in seen]:
                 self._kill(fid)
                 changes += 1
         return changes
@@ -381,7 +395,7 @@ class RelevanceIndex:
                 [scored[i] for i in keep],
                 [fids[i] for i in keep],
             )
-        by_id, known = self.by_id, self._entries
+        by_id, entry_of = self.by_id, self._entry_of
         docs: list[int | None] = list(map(by_id.get, fids))
         new = [scored[i] for i, d in enumerate(docs) if d is None] if None in docs else []
         if new:
@@ -408,13 +422,20 @@ class RelevanceIndex:
         bounds: list[int] = rank.searchsorted(starts).tolist()
         doubtful = {int(live.searchsorted(d)) // size for d in unread}
         alphas: list[tuple[int, Any]] = []
-        gone: list[tuple[str, Any]] = []
+        gone: list[tuple[str, int, Any]] = []
         redo: list[tuple[Any, list[Any], list[Any]]] = []
         for k in range(stored.chunks):
             a, b = bounds[k], bounds[k + 1]
             whole = stored.keys_in(k)
             if b - a == whole and k not in doubtful and orjson.dumps(keys[a:b]) == stored.chunk(k):
-                known.update(zip(fids[a:b], scored[a:b], strict=True))
+                # ranks[a:b] are the chunk's: k * size onwards
+                seg = live[k * size : k * size + whole]
+                lo = int(seg[0])
+                if int(seg[-1]) - lo == whole - 1:
+                    entry_of[lo : lo + whole] = scored[a:b]
+                else:
+                    for d, e in zip(seg.tolist(), scored[a:b], strict=True):
+                        entry_of[d] = e
                 continue
             old = stored.decode(k)
             current = orjson.loads(orjson.dumps(keys[a:b]))  # spelled as the stored ones
@@ -422,29 +443,28 @@ class RelevanceIndex:
             for j in range(a, b):
                 o, c, d = old[ranks[j] - k * size], current[j - a], int(live[ranks[j]])
                 if c[TEXT:] == o[TEXT:] and d not in unread:
-                    known[fids[j]] = scored[j]
+                    entry_of[d] = scored[j]
                     if c[ALPHA] != o[ALPHA]:
                         alphas.append((d, scored[j]))
                 else:
-                    known[fids[j]] = StoredFields.of(o)
+                    entry_of[d] = StoredFields.of(o)
                     redo.append((scored[j], c, o))
             for r in range(k * size, k * size + whole):
                 if r not in present:
-                    gone.append((self._doc_ids[int(live[r])], old[r - k * size]))
+                    d = int(live[r])
+                    gone.append((self._doc_ids[d], d, old[r - k * size]))
         if alphas:
             self._set_alphas([d for d, _ in alphas], [e for _, e in alphas])
             self._prior = None
         changes = 0
-        for fid, o in gone:
-            known[fid] = StoredFields.of(o)
+        for fid, d, o in gone:
+            entry_of[d] = StoredFields.of(o)
             self._kill(fid)
             changes += 1
         for entry, c, o in redo:
             d = by_id[entry.id]
             if d not in unread and c[TEXT:FIELDS] == o[TEXT:FIELDS]:
-                text = self._passages.text_counts(entry.id)
-                self._kill(entry.id, keep_text=True)
-                self._add(entry, text)
+                self._redo(entry)
             else:
                 self._kill(entry.id)
                 self._add(entry)
@@ -452,7 +472,19 @@ class RelevanceIndex:
         for entry in new:
             self._add(entry)
             changes += 1
+        self._share_ids()
         return changes
+
+    def _share_ids(self) -> None:
+        """Name the documents with their entries' id strings, not the copies a snapshot
+        decoded (a hundred thousand strings the store holds already)."""
+        ids = [e.id if e is not None else "" for e in self._entry_of]
+        if self._live_docs == len(ids):
+            self.by_id = dict(zip(ids, range(len(ids)), strict=True))
+        else:
+            live = np.frombuffer(self._live, dtype=np.uint8).astype(bool).tolist()
+            self.by_id = dict(compress(zip(ids, range(len(ids)), strict=True), live))
+        self._doc_ids = ids
 
     def _set_alphas(self, docs: list[int], entries: list[Any]) -> None:
         values = np.fromiter(map(_alpha_of, entries), dtype=np.float64, count=len(docs))
@@ -485,9 +517,11 @@ class RelevanceIndex:
         kept = live.nonzero()[0].tolist()
         self._len = array("q", np.frombuffer(self._len, dtype=np.int64)[live].tobytes())
         self._postings.compact(live, self._len)
+        self._passages.renumber(live)
         self._doc_ids = [self._doc_ids[d] for d in kept]
+        self._entry_of = [self._entry_of[d] for d in kept]
         self._live = bytearray(b"\x01" * len(kept))
-        self._alpha = array("d", (self._alpha[d] for d in kept))
+        self._alpha = array("d", np.frombuffer(self._alpha, dtype=np.float64)[live].tobytes())
         self.by_id = {fid: n for n, fid in enumerate(self._doc_ids)}
         self._dead = 0
         self._prior = None
@@ -502,7 +536,7 @@ class RelevanceIndex:
         if self._restored is not None:  # not synced since restored: as it was stored
             keys, unread = self._restored.keys, sorted(self._restored.unread)
         else:
-            live = [self._entries[fid] for fid in self._doc_ids if fid]
+            live = [e for e in self._entry_of if e is not None]
             with collection_paused():
                 keys = StoredKeys.encode(entry_keys(live))
             unread = sorted(self.by_id[f] for f in self._unread if f in self.by_id)
@@ -533,7 +567,8 @@ class RelevanceIndex:
             "i.terms": ("u1", [terms]),
         }
         parts.update(self._postings.snapshot_parts())
-        parts.update(self._passages.snapshot_parts(self._doc_ids))
+        is_live = np.frombuffer(self._live, dtype=np.uint8).astype(bool)
+        parts.update(self._passages.snapshot_parts(is_live))
         return parts
 
     @classmethod
@@ -552,8 +587,8 @@ class RelevanceIndex:
         n = len(arrays["i.len"])
         lengths = np.frombuffer(arrays["i.len"], dtype=np.int64)
         is_live = np.frombuffer(arrays["i.live"], dtype=np.uint8).astype(bool)
-        doc_ids = arrays["i.doc_ids"].tobytes().decode().split("\n") if n else []
-        terms = arrays["i.terms"].tobytes().decode().split("\n") if n_terms else []
+        doc_ids = str(memoryview(arrays["i.doc_ids"]), "utf-8").split("\n") if n else []
+        terms = str(memoryview(arrays["i.terms"]), "utf-8").split("\n") if n_terms else []
         unread: list[int] = arrays["i.unread"].tolist()
         keys = StoredKeys.of(
             arrays["i.keys"].tobytes(),
@@ -561,9 +596,12 @@ class RelevanceIndex:
             n_keys,
             chunk,
         )
-        postings = Postings.restored(arrays)
-        passages = PassageStore.restored(arrays, doc_ids)
-        tid = np.frombuffer(arrays["s.tid"], dtype=np.int32)
+        postings = Postings.restored(arrays, arrays["i.len"])
+        passages = PassageStore.restored(arrays, is_live)
+        # unsigned: a negative term id reads as a large one (one pass finds both)
+        tid = np.frombuffer(
+            arrays["s.tid"], dtype=np.uint16 if arrays["s.tid"].typecode == "H" else np.uint32
+        )
         if (
             len(doc_ids) != n
             or is_live.size != n
@@ -576,7 +614,7 @@ class RelevanceIndex:
             or dead != n - live_docs
             or int(lengths[is_live].sum()) != total_len
             or any(not 0 <= d < n or not is_live[d] for d in unread)
-            or bool(tid.size and (int(tid.min()) < 0 or int(tid.max()) >= n_terms))
+            or bool(tid.size and int(tid.max()) >= n_terms)
         ):
             raise ValueError("index arrays do not fit together")
         if live_docs == n:  # C-level zips: 10^5 documents in milliseconds
@@ -594,6 +632,7 @@ class RelevanceIndex:
             raise ValueError("index arrays do not fit together")
         del lengths, tid  # views: the arrays may grow once they are the index's
         idx._doc_ids = doc_ids
+        idx._entry_of = [None] * n
         idx._live = bytearray(arrays["i.live"])
         idx._len, idx._alpha = arrays["i.len"], arrays["i.alpha"]
         idx._postings, idx._passages = postings, passages
@@ -726,7 +765,7 @@ class RelevanceIndex:
         if mix:
             # a pool of a few folders: plain floats, the same operations as NumPy's
             passage: list[float] = self._passages.best(
-                [ids[d] for d in docs_hit],
+                docs_hit,
                 [t for t in (self._tids.get(x) for x in terms) if t is not None],
             ).tolist()
             if factor is not None:

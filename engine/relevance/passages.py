@@ -8,15 +8,16 @@ text, i.e. one message or one paragraph of it), scored with BM25 over all passag
 the session (`engine.relevance.index.RelevanceIndex.rank` mixes the two).
 
 Storage is flat: every live folder owns a contiguous run of entries, one per term of
-each passage (term id and tf, a byte, the rare larger tf kept beside it; the terms of
-a passage in the order they first occur in it), and every passage its first entry
-and its length normalisation at the average passage length, quantised like the
-folder index does; 5 bytes an entry. The
-folder index reads a folder's text terms back from here instead of keeping its own
-copy. A query gathers the runs of the few folders being reranked and computes the
-tf parts of their matching entries then; a passage's score sums its entries in stored
-order, so it does not depend on where the folder sits in the arrays or on the
-index's history.
+each passage (its term id, in 2 bytes while every term id fits and in 4 from then on;
+the terms of a passage in the order they first occur in it), and every passage its
+first entry, its length and whether it asks. A tf is 1 for nineteen entries in twenty
+(a line seldom repeats a word): the others are kept apart, entry and tf, ascending. So
+an entry takes 2 bytes, where a term id, a tf byte and each passage's normalisation
+took 5. The folder index reads a folder's text terms back from here instead of keeping
+its own copy. A query gathers the runs of the few folders being reranked and computes
+the tf parts of their matching entries then, at the average passage length quantised
+like the folder index does; a passage's score sums its entries in stored order, so it
+does not depend on where the folder sits in the arrays or on the index's history.
 
 A passage that asks (`engine.relevance.analyzer.search_passages`: the sentences of a
 line ending in ``?``) is kept like any other (its terms count for the folder and for the
@@ -28,11 +29,10 @@ again) would otherwise beat the one folder that answers.
 from __future__ import annotations
 
 import math
-import operator
 from array import array
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import compress, repeat
 from typing import Any
 
 import numpy as np
@@ -52,7 +52,8 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 _STEPS_PER_DOUBLING = 8
 _COMPACT_DEAD_SHARE = 1 / 3
-_TF_ESCAPE = 255  # a tf byte of 255: the tf is in `_big_tf`
+_NARROW = "H"  # entries' term ids in 2 bytes while every term id fits ...
+_NARROW_MAX = 0xFFFF  # ... and in 4 from the first that does not
 
 
 def quantise_length(avg: float) -> float:
@@ -88,6 +89,18 @@ def _view(buf: array[Any], dtype: type[np.generic]) -> npt.NDArray[Any]:
     return np.frombuffer(buf, dtype=dtype)
 
 
+def _tid_dtype(tids: array[int]) -> type[np.generic]:
+    return np.uint16 if tids.typecode == _NARROW else np.int32
+
+
+def _ascending(values: array[int], limit: int) -> bool:
+    """Whether `values` (typecode i) ascend strictly, within 0..limit-1."""
+    v = np.frombuffer(values, dtype=np.int32) if values.typecode == "i" else None
+    if v is None or not v.size:
+        return v is not None
+    return int(v[0]) >= 0 and int(v[-1]) < limit and bool((v[1:] > v[:-1]).all())
+
+
 def _within(values: npt.NDArray[Any], limit: int) -> bool:
     return int(values.min()) >= 0 and int(values.max()) <= limit
 
@@ -101,25 +114,29 @@ def _starts(values: npt.NDArray[Any]) -> npt.NDArray[np.intp]:
 
 
 class PassageStore:
-    """The passages of every live folder, by folder id; term ids are the caller's."""
+    """The passages of every live folder, by the caller's document number (a folder
+    whose document number changes takes its passages along: :meth:`move`,
+    :meth:`renumber`); term ids are the caller's too."""
 
     def __init__(self) -> None:
-        self._slot: dict[str, int] = {}
+        self._slot = array("i")  # document number -> its slot, -1 when it has none
+        self._slots = 0  # documents with a slot
         # per slot: its run of entries and its passages
-        self._e_start = array("q")
-        self._e_end = array("q")
-        self._first = array("q")
-        self._stop = array("q")
+        self._e_start = array("i")
+        self._e_end = array("i")
+        self._first = array("i")
+        self._stop = array("i")
         # entries
-        self._tid = array("i")
-        self._tf = array("B")
-        self._big_tf: dict[int, int] = {}  # entry -> its tf, when >= 255
-        # passages: first entry (ascending), length, length normalisation at `_avg_q`
-        self._pstart = array("q")
+        self._tid: array[int] = array(_NARROW)  # widened once a term id needs it
+        # the entries whose tf is not 1 (one in twenty: a line seldom repeats a word),
+        # ascending, and their tfs
+        self._x_at = array("i")
+        self._x_tf = array("i")
+        # passages: first entry (ascending), length (its normalisation at `_avg_q` is
+        # computed for the few a query reads)
+        self._pstart = array("i")
         self._plen = array("i")
-        self._pnorm = array("d")
         self._pask = array("B")  # 1: the passage asks (never a best passage)
-        self._normed = 0  # passages whose normalisation is at `_avg_q`
         self._df = array("q")  # per term id: live passages holding it
         self._passages = 0
         self._total = 0
@@ -129,8 +146,11 @@ class PassageStore:
         self._views: tuple[npt.NDArray[Any], ...] | None = None
         self._idfs: dict[int, float] = {}
 
-    def __contains__(self, folder_id: object) -> bool:
-        return folder_id in self._slot
+    def __contains__(self, doc: object) -> bool:
+        return isinstance(doc, int) and self._slot_of(doc) >= 0
+
+    def _slot_of(self, doc: int) -> int:
+        return self._slot[doc] if 0 <= doc < len(self._slot) else -1
 
     @property
     def passages(self) -> int:
@@ -139,22 +159,28 @@ class PassageStore:
 
     def add(
         self,
-        folder_id: str,
+        doc: int,
         passages: Iterable[Sequence[int]],
         asks: Iterable[bool] | None = None,
     ) -> None:
-        """Store a folder's passages (the term ids of each, in text order; empty ones
-        are skipped) and, per passage, whether it asks (default: none does)."""
-        if folder_id in self._slot:
-            self.remove(folder_id)
+        """Store the passages of a folder, document `doc` (the term ids of each, in text
+        order; empty ones are skipped) and, per passage, whether it asks (default: none
+        does)."""
+        self.remove(doc)
         self._views, self._idfs = None, {}
-        tids, tfs, pstart, plen = self._tid, self._tf, self._pstart, self._plen
-        self._slot[folder_id] = len(self._e_start)
+        tids, pstart, plen = self._tid, self._pstart, self._plen
+        if doc >= len(self._slot):
+            self._slot.extend(array("i", [-1]) * (doc + 1 - len(self._slot)))
+        self._slot[doc] = len(self._e_start)
+        self._slots += 1
         self._e_start.append(len(tids))
         self._first.append(len(plen))
         held: Counter[int] = Counter()
         pask = self._pask
         rows = list(passages)
+        if tids.typecode == _NARROW and any(max(r) > _NARROW_MAX for r in rows if r):
+            tids = self._tid = array("i", _view(tids, np.uint16).astype(np.int32).tobytes())
+            self._views = None
         flags = [False] * len(rows) if asks is None else list(asks)
         for terms, ask in zip(rows, flags, strict=True):
             if not terms:
@@ -165,18 +191,13 @@ class PassageStore:
             counts = Counter(terms)  # in the order terms first occur
             at = len(tids)
             tids.extend(counts)
-            if len(counts) == len(terms):
-                tfs.extend(b"\x01" * len(terms))
-            elif max(counts.values()) < _TF_ESCAPE:
-                tfs.extend(counts.values())
-            else:
+            if len(counts) != len(terms):
                 for i, tf in enumerate(counts.values()):
-                    if tf >= _TF_ESCAPE:
-                        self._big_tf[at + i] = tf
-                tfs.extend([min(tf, _TF_ESCAPE) for tf in counts.values()])
+                    if tf != 1:
+                        self._x_at.append(at + i)
+                        self._x_tf.append(tf)
             held.update(counts.keys())
             self._total += len(terms)
-        self._pnorm.frombytes(bytes(8 * (len(plen) - len(self._pnorm))))
         self._passages += len(plen) - self._first[-1]
         self._e_end.append(len(tids))
         self._stop.append(len(plen))
@@ -192,17 +213,34 @@ class PassageStore:
             df[tid] += sign * n
 
     def _tf_at(self, a: int, b: int) -> list[int]:
-        tfs = self._tf[a:b].tolist()
-        if self._big_tf:
-            for i, tf in enumerate(tfs):
-                if tf == _TF_ESCAPE:
-                    tfs[i] = self._big_tf[a + i]
+        """The tfs of entries a..b-1."""
+        tfs = [1] * (b - a)
+        x_at = self._x_at
+        for i in range(bisect_left(x_at, a), bisect_left(x_at, b)):
+            tfs[x_at[i] - a] = self._x_tf[i]
         return tfs
 
-    def text_counts(self, folder_id: str) -> dict[int, int]:
+    def move(self, doc: int, to: int) -> None:
+        """Give document `doc`'s passages to document `to` (which has none)."""
+        slot = self._slot_of(doc)
+        if slot < 0:
+            return
+        if to >= len(self._slot):
+            self._slot.extend(array("i", [-1]) * (to + 1 - len(self._slot)))
+        self._slot[doc], self._slot[to] = -1, slot
+
+    def renumber(self, live: npt.NDArray[np.bool_]) -> None:
+        """The caller's documents renumbered to their ranks among the `live` ones (the
+        others hold no passages)."""
+        slot = np.full(live.size, -1, dtype=np.int32)
+        held = min(live.size, len(self._slot))
+        slot[:held] = _view(self._slot, np.int32)[:held]
+        self._slot = array("i", slot[live].tobytes())
+
+    def text_counts(self, doc: int) -> dict[int, int]:
         """Term id -> occurrences over a folder's passages (its text's term counts)."""
-        slot = self._slot.get(folder_id)
-        if slot is None:
+        slot = self._slot_of(doc)
+        if slot < 0:
             return {}
         a, b = self._e_start[slot], self._e_end[slot]
         out: dict[int, int] = {}
@@ -210,18 +248,20 @@ class PassageStore:
             out[tid] = out.get(tid, 0) + tf
         return out
 
-    def terms(self, folder_id: str) -> set[int]:
+    def terms(self, doc: int) -> set[int]:
         """The term ids of a folder's passages."""
-        slot = self._slot.get(folder_id)
-        if slot is None:
+        slot = self._slot_of(doc)
+        if slot < 0:
             return set()
         return set(self._tid[self._e_start[slot] : self._e_end[slot]])
 
-    def remove(self, folder_id: str) -> None:
+    def remove(self, doc: int) -> None:
         """Forget a folder's passages (their entries go dead until compaction)."""
-        slot = self._slot.pop(folder_id, None)
-        if slot is None:
+        slot = self._slot_of(doc)
+        if slot < 0:
             return
+        self._slot[doc] = -1
+        self._slots -= 1
         self._idfs = {}
         a, b = self._e_start[slot], self._e_end[slot]
         # a term occurs once per passage, so once per passage holding it
@@ -229,139 +269,138 @@ class PassageStore:
         for p in range(self._first[slot], self._stop[slot]):
             self._total -= self._plen[p]
         self._passages -= self._stop[slot] - self._first[slot]
-        if self._big_tf:
-            for i in [i for i in self._big_tf if a <= i < b]:
-                del self._big_tf[i]
         self._dead += b - a
         self._e_end[slot] = a
         self._stop[slot] = self._first[slot]
 
     def settle(self) -> None:
         """After a batch of changes: compact when a third of the entries are dead, and
-        requantise the average passage length (the length normalisations with it)."""
+        requantise the average passage length."""
         self._views, self._idfs = None, {}
         if self._dead > _COMPACT_DEAD_SHARE * max(1, len(self._tid)):
             self._compact()
-        avg_q = quantise_length(self._total / self._passages) if self._passages else 0.0
-        if avg_q != self._avg_q:
-            self._avg_q, self._normed = avg_q, 0
-        if avg_q and self._normed < len(self._plen):
-            norms = length_norms(_view(self._plen, np.int32)[self._normed :], avg_q)
-            _view(self._pnorm, np.float64)[self._normed :] = norms
-            self._normed = len(self._plen)
+        self._avg_q = quantise_length(self._total / self._passages) if self._passages else 0.0
 
     def _compact(self) -> None:
         """Drop the dead entries: the live folders' runs, in slot order, back to back."""
-        tid, tf = _view(self._tid, np.int32), _view(self._tf, np.uint8)
-        pstart, plen = _view(self._pstart, np.int64), _view(self._plen, np.int32)
-        pnorm = _view(self._pnorm, np.float64)
+        tid = _view(self._tid, _tid_dtype(self._tid))
+        pstart, plen = _view(self._pstart, np.int32), _view(self._plen, np.int32)
         pask = _view(self._pask, np.uint8)
         keep_e: list[npt.NDArray[Any]] = []
         keep_p: list[npt.NDArray[Any]] = []
         shift: list[npt.NDArray[Any]] = []
-        e_start, e_end, first, stop = array("q"), array("q"), array("q"), array("q")
-        big: dict[int, int] = {}
+        e_start, e_end, first, stop = array("i"), array("i"), array("i"), array("i")
         at = passages = 0
-        for new, (fid, slot) in enumerate(sorted(self._slot.items(), key=lambda kv: kv[1])):
+        slot_of = _view(self._slot, np.int32)
+        docs = (slot_of >= 0).nonzero()[0]
+        docs = docs[slot_of[docs].argsort(kind="stable")]
+        for new, (doc, slot) in enumerate(zip(docs.tolist(), slot_of[docs].tolist(), strict=True)):
             a, b = self._e_start[slot], self._e_end[slot]
             p, q = self._first[slot], self._stop[slot]
             keep_e.append(np.arange(a, b))
             keep_p.append(np.arange(p, q))
             shift.append(np.full(q - p, a - at, dtype=np.int64))
-            for i, tf_big in self._big_tf.items():
-                if a <= i < b:
-                    big[i - a + at] = tf_big
             e_start.append(at)
             first.append(passages)
             at += b - a
             passages += q - p
             e_end.append(at)
             stop.append(passages)
-            self._slot[fid] = new
+            slot_of[doc] = new
         e = np.concatenate([np.zeros(0, np.int64), *keep_e])
         p_ = np.concatenate([np.zeros(0, np.int64), *keep_p])
         moved = np.concatenate([np.zeros(0, np.int64), *shift])
-        self._tid = array("i", tid[e].tobytes())
-        self._tf = array("B", tf[e].tobytes())
-        self._pstart = array("q", (pstart[p_] - moved).tobytes())
+        self._tid = array(self._tid.typecode, tid[e].tobytes())
+        # the kept entries come in slot order, which is entry order (a slot's run is
+        # appended when it is made): an exception's new place is its rank among them
+        x_at, x_tf = _view(self._x_at, np.int32), _view(self._x_tf, np.int32)
+        rank = e.searchsorted(x_at)
+        kept = rank < e.size
+        kept[kept] = e[rank[kept]] == x_at[kept]
+        self._x_at = array("i", rank[kept].astype(np.int32).tobytes())
+        self._x_tf = array("i", x_tf[kept].tobytes())
+        del x_at, x_tf
+        self._pstart = array("i", (pstart[p_] - moved).astype(np.int32).tobytes())
         self._plen = array("i", plen[p_].tobytes())
-        self._pnorm = array("d", pnorm[p_].tobytes())
         self._pask = array("B", pask[p_].tobytes())
-        self._normed = int((p_ < self._normed).sum())
         self._e_start, self._e_end, self._first, self._stop = e_start, e_end, first, stop
-        self._big_tf = big
+        del slot_of
         self._dead = 0
 
     # -- snapshots (engine.relevance.snapshot) --------------------------------------
-    def snapshot_parts(self, folder_ids: Sequence[str]) -> dict[str, tuple[str, list[Any]]]:
+    def snapshot_parts(self, live: npt.NDArray[np.bool_]) -> dict[str, tuple[str, list[Any]]]:
         """Everything a restored copy needs: name -> (NumPy type code, buffers back to
-        back); `folder_ids` are the index's documents, each stored with its slot (-1
-        when it has none)."""
-        slot_of = self._slot
-        if len(slot_of) != sum(1 for fid in folder_ids if fid in slot_of):
+        back); `live` says which of the caller's documents are (each is stored with its
+        slot, -1 when it has none)."""
+        slots = np.full(live.size, -1, dtype=np.int32)
+        held = min(live.size, len(self._slot))
+        slots[:held] = _view(self._slot, np.int32)[:held]
+        if int((slots >= 0).sum()) != self._slots or bool((slots[~live] >= 0).any()):
             raise RuntimeError("passages of folders the index does not hold")
-        slots = np.array([slot_of.get(fid, -1) for fid in folder_ids], dtype=np.int64)
-        big = sorted(self._big_tf.items())
-        scalars = [self._normed, self._passages, self._total, self._dead]
+        scalars = [self._passages, self._total, self._dead]
         return {
             "s.scalars": ("i8", [np.array(scalars, dtype=np.int64)]),
             "s.avg": ("f8", [np.array([self._avg_q], dtype=np.float64)]),
-            "s.slot": ("i8", [slots]),
-            "s.e_start": ("i8", [self._e_start]),
-            "s.e_end": ("i8", [self._e_end]),
-            "s.first": ("i8", [self._first]),
-            "s.stop": ("i8", [self._stop]),
-            "s.tid": ("i4", [self._tid]),
-            "s.tf": ("u1", [self._tf]),
-            "s.big": ("i8", [np.array(big, dtype=np.int64).reshape(-1)]),
-            "s.pstart": ("i8", [self._pstart]),
+            "s.slot": ("i4", [slots]),
+            "s.e_start": ("i4", [self._e_start]),
+            "s.e_end": ("i4", [self._e_end]),
+            "s.first": ("i4", [self._first]),
+            "s.stop": ("i4", [self._stop]),
+            "s.tid": ("u2" if self._tid.typecode == _NARROW else "i4", [self._tid]),
+            "s.x_at": ("i4", [self._x_at]),
+            "s.x_tf": ("i4", [self._x_tf]),
+            "s.pstart": ("i4", [self._pstart]),
             "s.plen": ("i4", [self._plen]),
-            "s.pnorm": ("f8", [self._pnorm]),
             "s.ask": ("u1", [self._pask]),
             "s.df": ("i8", [self._df]),
         }
 
     @classmethod
-    def restored(cls, arrays: Mapping[str, array[Any]], folder_ids: Sequence[str]) -> PassageStore:
-        """The store :meth:`snapshot_parts` stored for `folder_ids` (it keeps the arrays).
-        Raises ValueError when the arrays do not fit together."""
+    def restored(
+        cls, arrays: Mapping[str, array[Any]], live: npt.NDArray[np.bool_]
+    ) -> PassageStore:
+        """The store :meth:`snapshot_parts` stored for the documents `live` says are (it
+        keeps the arrays). Raises ValueError when the arrays do not fit together."""
         ps = cls()
-        normed, passages, total, dead = (int(v) for v in arrays["s.scalars"])
+        passages, total, dead = (int(v) for v in arrays["s.scalars"])
         (avg_q,) = (float(v) for v in arrays["s.avg"])
-        slots: list[int] = arrays["s.slot"].tolist()
+        slot_of = arrays["s.slot"]
+        slots = np.frombuffer(slot_of, dtype=np.int32) if slot_of.typecode == "i" else None
         names = ("s.e_start", "s.e_end", "s.first", "s.stop")
         n_slots = len(arrays["s.e_start"])
         entries, n_passages = len(arrays["s.tid"]), len(arrays["s.plen"])
         limits = (entries, entries, n_passages, n_passages)
         if (
-            len(slots) != len(folder_ids)
+            slots is None
+            or slots.size != live.size
             or any(len(arrays[k]) != n_slots for k in names)
-            or (slots and max(slots) >= n_slots)
-            or len(arrays["s.tf"]) != entries
+            or (slots.size and int(slots.max()) >= n_slots)
+            or bool((slots[~live] >= 0).any())
+            or len(arrays["s.x_tf"]) != len(arrays["s.x_at"])
+            or not _ascending(arrays["s.x_at"], entries)
             or len(arrays["s.pstart"]) != n_passages
-            or len(arrays["s.pnorm"]) != n_passages
             or len(arrays["s.ask"]) != n_passages
-            or not 0 <= normed <= n_passages
-            or len(arrays["s.big"]) % 2
+            or arrays["s.tid"].typecode not in (_NARROW, "i")
+            or any(arrays[k].typecode != "i" for k in (*names, "s.pstart", "s.plen", "s.x_tf"))
+            or bool((np.frombuffer(arrays["s.x_tf"], dtype=np.int32) < 2).any())
             or any(
-                len(arrays[k]) and not _within(np.frombuffer(arrays[k], dtype=np.int64), lim)
+                len(arrays[k]) and not _within(np.frombuffer(arrays[k], dtype=np.int32), lim)
                 for k, lim in zip(names, limits, strict=True)
             )
         ):
             raise ValueError("passage arrays do not fit together")
-        has_slot = map(operator.ge, slots, repeat(0))
-        ps._slot = dict(compress(zip(folder_ids, slots, strict=True), has_slot))
-        if len(set(ps._slot.values())) != len(ps._slot):
+        held = slots[slots >= 0]
+        if held.size and int(np.bincount(held).max()) > 1:
             raise ValueError("two folders share a passage slot")
+        ps._slot, ps._slots = slot_of, int(held.size)
+        del slots
         ps._e_start, ps._e_end = arrays["s.e_start"], arrays["s.e_end"]
         ps._first, ps._stop = arrays["s.first"], arrays["s.stop"]
-        ps._tid, ps._tf = arrays["s.tid"], arrays["s.tf"]
-        big: list[int] = arrays["s.big"].tolist()
-        ps._big_tf = {big[2 * i]: big[2 * i + 1] for i in range(len(big) // 2)}
-        ps._pstart, ps._plen, ps._pnorm = arrays["s.pstart"], arrays["s.plen"], arrays["s.pnorm"]
+        ps._tid, ps._x_at, ps._x_tf = arrays["s.tid"], arrays["s.x_at"], arrays["s.x_tf"]
+        ps._pstart, ps._plen = arrays["s.pstart"], arrays["s.plen"]
         ps._pask = arrays["s.ask"]
         ps._df = arrays["s.df"]
-        ps._normed, ps._passages, ps._total, ps._dead = normed, passages, total, dead
+        ps._passages, ps._total, ps._dead = passages, total, dead
         ps._avg_q = avg_q
         return ps
 
@@ -387,46 +426,61 @@ class PassageStore:
         an array exporting its buffer cannot grow)."""
         if self._views is None:
             self._views = (
-                _view(self._tid, np.int32),
-                _view(self._tf, np.uint8),
-                _view(self._pstart, np.int64),
-                _view(self._pnorm, np.float64),
+                _view(self._tid, _tid_dtype(self._tid)),
+                _view(self._x_at, np.int32),
+                _view(self._x_tf, np.int32),
+                _view(self._pstart, np.int32),
+                _view(self._plen, np.int32),
                 _view(self._pask, np.uint8),
             )
         return self._views
 
-    def best(self, folder_ids: Sequence[str], tids: Sequence[int]) -> npt.NDArray[np.float64]:
-        """The best passage score of each folder for the query term ids `tids`
-        (0 for a folder without passages or matches; passages that ask do not count).
-        One query at a time (a lookup table is shared), like everything of a session."""
-        out = np.zeros(len(folder_ids), dtype=np.float64)
-        if not tids or not self._passages or not folder_ids:
+    @staticmethod
+    def _tfs(
+        entries: npt.NDArray[Any], x_at: npt.NDArray[np.int32], x_tf: npt.NDArray[np.int32]
+    ) -> npt.NDArray[np.int64]:
+        """The tfs of `entries`: 1 but for the exceptions (`x_at`, `x_tf`)."""
+        tf = np.ones(entries.size, dtype=np.int64)
+        if x_at.size and entries.size:
+            at = x_at.searchsorted(entries)
+            at[at == x_at.size] = 0
+            found = x_at[at] == entries
+            tf[found] = x_tf[at[found]]
+        return tf
+
+    def best(self, docs: Sequence[int], tids: Sequence[int]) -> npt.NDArray[np.float64]:
+        """The best passage score of each of the folders `docs` for the query term ids
+        `tids` (0 for a folder without passages or matches; passages that ask do not
+        count). One query at a time (a lookup table is shared), like everything of a
+        session."""
+        out = np.zeros(len(docs), dtype=np.float64)
+        if not tids or not self._passages or not docs:
             return out
         slot_of, e_start, e_end = self._slot, self._e_start, self._e_end
-        first, stop = self._first, self._stop
+        held = len(slot_of)
         owners: list[int] = []
         shifts: list[int] = []  # run start - where the run lands in `idx`
         lengths: list[int] = []
-        firsts: list[int] = []  # first passage - where its passages land in the pool's
-        counts: list[int] = []
-        total = passages = 0
-        for i, fid in enumerate(folder_ids):
-            slot = slot_of.get(fid)
-            if slot is None or e_end[slot] == e_start[slot]:
+        ends: list[int] = []  # where each run ends in `idx`
+        total = 0
+        for i, doc in enumerate(docs):
+            slot = slot_of[doc] if doc < held else -1
+            if slot < 0:
                 continue
-            owners.append(i)
-            shifts.append(e_start[slot] - total)
-            lengths.append(e_end[slot] - e_start[slot])
-            total += lengths[-1]
-            firsts.append(first[slot] - passages)
-            counts.append(stop[slot] - first[slot])
-            passages += counts[-1]
+            a = e_start[slot]
+            size = e_end[slot] - a
+            if size:
+                owners.append(i)
+                shifts.append(a - total)
+                lengths.append(size)
+                total += size
+                ends.append(total)
         if not total:
             return out
-        tid_v, tf_v, pstart_v, pnorm_v, pask_v = self._arrays()
+        tid_v, x_at_v, x_tf_v, pstart_v, plen_v, pask_v = self._arrays()
         # the entry numbers of every run, back to back
-        idx = np.array(shifts).repeat(lengths)
-        idx += np.arange(total)
+        idx = np.array(shifts, dtype=np.int32).repeat(lengths)
+        idx += np.arange(total, dtype=np.int32)
         # query term id -> its position in `q`, through a lookup table kept at -1
         q = sorted(set(tids))
         lut = self._lookup(q[-1] + 1)
@@ -438,26 +492,24 @@ class PassageStore:
         hit = (pos >= 0).nonzero()[0]
         if not hit.size:
             return out
-        # the pool's passages, and where in `idx` each starts: a hit's passage is the
-        # last one starting at or before it (a small table, not the whole store's)
-        pidx = np.array(firsts).repeat(counts)
-        pidx += np.arange(passages)
-        starts = pstart_v[pidx] - np.array(shifts).repeat(counts)
-        passage = starts.searchsorted(hit, side="right") - 1
-        stated = pask_v[pidx[passage]] == 0
-        if not stated.all():
-            hit, passage = hit[stated], passage[stated]
+        # each hit's passage: the last one starting at or before it (the passages'
+        # starts ascend over the whole store, and a run's first passage starts it)
+        entry = idx[hit]
+        passage = pstart_v.searchsorted(entry, side="right")
+        passage -= 1
+        asks = pask_v[passage]
+        if asks.any():
+            stated = asks == 0
+            hit, entry, passage = hit[stated], entry[stated], passage[stated]
             if not hit.size:
                 return out
-        tf = tf_v[idx[hit]]
-        if self._big_tf:
-            at = idx[hit].tolist()
-            tf = np.array([self._big_tf.get(i, t) for i, t in zip(at, tf.tolist(), strict=True)])
+        tf = self._tfs(entry, x_at_v, x_tf_v)
         idf = np.array([self._idf(t) for t in q])
-        w = tf_parts(tf, pnorm_v[pidx[passage]]) * idf[pos[hit]]
+        w = tf_parts(tf, length_norms(plen_v[passage], self._avg_q))
+        w = w * idf[pos[hit]]
         # the matched entries come grouped by passage, the passages by folder (runs in
         # pool order): a sum per passage, then a maximum per folder
         group = _starts(passage)
-        folder = np.array(owners).repeat(counts)[passage[group]]
-        np.maximum.at(out, folder, np.add.reduceat(w, group))
+        run = np.array(ends).searchsorted(hit[group], side="right")
+        np.maximum.at(out, np.array(owners)[run], np.add.reduceat(w, group))
         return out

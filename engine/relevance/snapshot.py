@@ -63,13 +63,13 @@ __all__ = [
     "write_snapshot",
 ]
 
-FORMAT = 2  # 2: passages split at asking sentences, with their marks (s.ask)
+FORMAT = 3  # 2: passages split at asking sentences (s.ask); 3: no stored tf parts
 MAGIC = b"RFMDRIX\x00"
 END = b"RIX."
 _HEAD = struct.Struct("<8sQ")
 _TAIL = struct.Struct("<I4s")
 _MAX_HEADER = 1 << 20
-_TYPECODES = {"u1": "B", "i4": "i", "i8": "q", "f4": "f", "f8": "d"}
+_TYPECODES = {"u1": "B", "u2": "H", "i4": "i", "i8": "q", "f4": "f", "f8": "d"}
 _MASK = (1 << 64) - 1
 _PROBE = (
     "Mina finished the Marathon in Hangzhou, 2024!\n"

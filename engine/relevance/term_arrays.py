@@ -1,13 +1,13 @@
 """One growable array per term, restorable from a snapshot without one object per term.
 
-The postings keep each sparse term's documents, tf bytes and tf parts in an `array` of
-its own, so adding a document appends to the few terms it holds. A restored index has
-tens of thousands to millions of terms (real chat text: mostly terms of one folder), and
-making three `array` objects for each on load would cost more than everything else the
+The postings keep each sparse term's documents and tf bytes in an `array` of its own,
+so adding a document appends to the few terms it holds. A restored index has tens of
+thousands to millions of terms (real chat text: mostly terms of one folder), and
+making two `array` objects for each on load would cost more than everything else the
 load does (`engine.relevance.snapshot`). So a restored column keeps every term's values
 in one flat buffer cut by offsets, gives a reader a view of its term's slice, and makes
-a term's own `array` only when something changes it (a posting added, tf parts
-recomputed). The flat buffer is dropped once every term has its own array.
+a term's own `array` only when something changes it (a posting added, a compaction).
+The flat buffer is dropped once every term has its own array.
 
 Reads never make an array, so a snapshot can be taken (under the index's lock) while a
 query reads the same column from another thread.

@@ -3,28 +3,20 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections import Counter
+from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.relevance import passages
 from engine.relevance.analyzer import search_terms
 from engine.relevance.index import RelevanceIndex
+from engine.relevance.passages import PassageStore
 from engine.relevance.stats import BatchStats, CombinedStats
-
-
-@dataclass(frozen=True)
-class E:
-    id: str
-    alpha: float = 0.5
-    createdAt: int = 0
-    keywords: tuple[str, ...] = ()
-    title: str = ""
-    scored: bool = True
-    persons: tuple[str, ...] | None = None
-    events: tuple[str, ...] | None = None
-    locations: tuple[str, ...] | None = None
+from tests.engine.relevance_fixtures import E
 
 
 def index_of(texts: dict[str, str], entries: list[E]) -> RelevanceIndex:
@@ -215,3 +207,53 @@ def test_passages_follow_changes_without_rereading() -> None:
     idx.sync([E("b")])
     assert idx.rank(["lisbon"], limit=2, passage_weight=0.5).ids == ()
     assert idx.rank(["tokyo"], limit=2, passage_weight=0.5).ids == ("b",)
+
+
+_PASSAGE = st.lists(st.integers(0, 9), min_size=0, max_size=6)  # term ids, repeats kept
+_OPS = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("add"),
+            st.integers(0, 7),
+            st.lists(st.tuples(_PASSAGE, st.booleans()), max_size=4),
+        ),
+        st.tuples(st.just("remove"), st.integers(0, 7)),
+        st.tuples(st.just("move"), st.integers(0, 7), st.integers(0, 7)),
+    ),
+    max_size=14,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_OPS, st.sampled_from([3, 1 << 31]))
+def test_passages_after_any_changes_are_a_fresh_store(ops: list[Any], narrow_max: int) -> None:
+    """The passage store keeps every folder's entries in flat columns (term ids in two
+    bytes until one needs four, the tfs that are not 1 apart) and compacts them when a
+    third are dead: after any adds, removals and moves its folders' terms, counts and
+    best passages are those of a store built fresh from what it holds."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(passages, "_NARROW_MAX", narrow_max)
+        store = PassageStore()
+        held: dict[int, list[tuple[list[int], bool]]] = {}
+        for op in ops:
+            if op[0] == "add":
+                store.add(op[1], [p for p, _ in op[2]], [a for _, a in op[2]])
+                held[op[1]] = op[2]
+            elif op[0] == "remove":
+                store.remove(op[1])
+                held.pop(op[1], None)
+            elif op[1] in held and op[2] not in held:
+                store.move(op[1], op[2])
+                held[op[2]] = held.pop(op[1])
+            store.settle()
+            again = PassageStore()
+            for doc in sorted(held):
+                again.add(doc, [p for p, _ in held[doc]], [a for _, a in held[doc]])
+            again.settle()
+            for doc, rows in held.items():
+                terms = [t for p, _ in rows for t in p]
+                assert store.text_counts(doc) == dict(Counter(terms))
+                assert store.terms(doc) == set(terms)
+            docs = sorted(held)
+            for query in ([0], [1, 2], [3, 9, 4, 0]):
+                assert store.best(docs, query).tolist() == again.best(docs, query).tolist()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,20 +19,7 @@ import engine.relevance.postings as postings
 from engine.relevance.analyzer import search_terms, search_terms_by_line
 from engine.relevance.index import RelevanceIndex
 from engine.relevance.postings import Postings
-
-
-@dataclass(frozen=True)
-class E:
-    id: str
-    alpha: float = 0.5
-    createdAt: int = 0
-    keywords: tuple[str, ...] = ()
-    title: str = ""
-    scored: bool = True
-    persons: tuple[str, ...] | None = None
-    events: tuple[str, ...] | None = None
-    locations: tuple[str, ...] | None = None
-
+from tests.engine.relevance_fixtures import E
 
 # a few words almost every folder holds, some in many, a long tail in few
 _COMMON = ["mina", "leo", "today", "work"]
@@ -223,3 +209,38 @@ def test_terms_by_line_are_each_lines_terms(text: str, extra: tuple[Any, ...]) -
     # normalised once for the whole text, or line by line: the same terms per line
     expected = [search_terms(line, extra) for line in text.split("\n")]
     assert search_terms_by_line(text, extra) == expected
+
+
+def test_every_tf_part_is_the_formula_whether_tabled_cached_or_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The postings keep no tf parts: the ones of small tfs come from a table per
+    document (looked up plainly for a short list), the others are computed; a query
+    reads them through a cache or not. Each is the float32 of the formula, so every
+    score is the textbook one."""
+    # tfs 1..20 around the table's edge, and one beyond a byte
+    texts = {f"d{tf:03d}": " ".join(["deploy"] * tf + ["port"] * (tf % 3)) for tf in range(1, 21)}
+    texts["d300"] = "deploy " * 300
+    lens = {fid: len(search_terms(t)) for fid, t in texts.items()}
+    avgdl = sum(lens.values()) / len(lens)
+    n = len(texts)
+
+    def textbook(fid: str, term: str, df: int) -> float:
+        return _textbook(search_terms(texts[fid]).count(term), lens[fid], avgdl, n, df)
+
+    # cached, and computed on every read; short lists looked up plainly, or with NumPy
+    for budget, plain in ((postings._CACHE_MIN, 24), (0, 24), (postings._CACHE_MIN, 0), (0, 0)):
+        monkeypatch.setattr(postings, "_CACHE_MIN", budget)
+        monkeypatch.setattr(postings, "_PLAIN_AT", plain)
+        monkeypatch.setattr(postings, "_CACHE_SHARE", 1 << 40)
+        idx = RelevanceIndex(texts.__getitem__)
+        idx.sync([E(fid) for fid in sorted(texts)])
+        for term in ("deploy", "port"):
+            df = sum(term in search_terms(t) for t in texts.values())
+            for _ in range(2):  # a first read and a second one
+                score = idx.scores([term])
+                for fid in texts:
+                    if term in texts[fid]:
+                        assert score[idx.by_id[fid]] == textbook(fid, term, df), (fid, term)
+                with eager_pruning():
+                    assert idx.rank([term], limit=5) == idx.rank([term], limit=5, exhaustive=True)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import struct
 import zlib
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,19 +19,7 @@ from engine.relevance import snapshot
 from engine.relevance.analyzer import search_passages, search_terms, search_terms_by_line
 from engine.relevance.index import RelevanceIndex
 from engine.relevance.snapshot import SnapshotError, read_snapshot, write_snapshot
-
-
-@dataclass(frozen=True)
-class E:
-    id: str
-    alpha: float = 0.5
-    createdAt: int = 0
-    keywords: tuple[str, ...] = ()
-    title: str = ""
-    scored: bool = True
-    persons: tuple[str, ...] | None = None
-    events: tuple[str, ...] | None = None
-    locations: tuple[str, ...] | None = None
+from tests.engine.relevance_fixtures import E
 
 
 def index_of(texts: dict[str, str]) -> RelevanceIndex:
