@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -300,10 +300,4 @@ def load_config(config_dir: Path | None, environ: Mapping[str, str]) -> ConfigBu
     if used:
         layers.append((ENV_SOURCE, env_layer))
     build = build_config(layers)
-    return ConfigBuild(
-        config=build.config,
-        raw=build.raw,
-        warnings=(*notes, *env_warnings, *build.warnings),
-        sources=build.sources,
-        unknown=build.unknown,
-    )
+    return replace(build, warnings=(*notes, *env_warnings, *build.warnings))

@@ -108,13 +108,13 @@ class _Section(BaseModel):
 
     def to_json(self, *, include_unknown: bool = True) -> dict[str, Any]:
         """The camelCase JSON form; ``include_unknown=False`` keeps only modelled keys."""
-        out: dict[str, Any] = {}
-        for name, field in type(self).model_fields.items():
-            out[field.alias or name] = _dump(getattr(self, name), include_unknown)
+        tree = {
+            field.alias or name: getattr(self, name)
+            for name, field in type(self).model_fields.items()
+        }
         if include_unknown and self.model_extra:
-            for key, value in self.model_extra.items():
-                out[key] = json_number_normalise(_dump(value, include_unknown))
-        return out
+            tree.update(self.model_extra)
+        return {key: _dump(value, include_unknown) for key, value in tree.items()}
 
 
 def _dump(value: Any, include_unknown: bool) -> Any:

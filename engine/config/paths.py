@@ -38,14 +38,11 @@ def resolve_memory_root(
 ) -> Path:
     """Resolve ``storage.dir`` to the memory root directory.
 
-    * ``override`` (the daemon's ``--memory-root``) wins outright;
-    * ``~`` / ``~/x`` / ``~\\x`` expand against ``home`` (``~user`` is not expanded and
-      is an ordinary relative name, as in the reference);
-    * an absolute path is used as is (POSIX or Windows form);
-    * a relative path resolves against ``state_dir``, where the reference resolved it
-      against the plugin directory; the default ``"memory"`` gives ``<state_dir>/memory``.
-
-    A blank value (which validation never lets through) is read as the default.
+    ``override`` (the daemon's ``--memory-root``) wins outright; otherwise the rules of
+    :func:`resolve_user_path` apply with ``state_dir`` as the base, where the reference
+    resolved against the plugin directory (the default ``"memory"`` gives
+    ``<state_dir>/memory``). A blank value (which validation never lets through) is read
+    as the default.
     """
     if override is not None:
         return override

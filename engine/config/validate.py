@@ -82,20 +82,27 @@ def _got(value: Any) -> str:
     return f"got {json_kind(value)} {describe(value)}"
 
 
+def _expect(what: str, value: Any) -> _Rejected:
+    return _Rejected(f"expected {what}, {_got(value)}")
+
+
+@dataclass(frozen=True, slots=True)
 class Rule:
-    """A leaf of :data:`SCHEMA`: applies a layer's value over the previous one.
+    """A leaf of :data:`SCHEMA`: the field's kind (a key of :data:`_CHECKS` or
+    :data:`_MERGES`) and what its checker needs: bounds, or the allowed ``values``."""
 
-    Scalar rules implement :meth:`check` (``(value, note)`` or :class:`_Rejected`); rules
-    for open objects override :meth:`apply` to merge per entry.
-    """
-
-    def check(self, value: Any) -> tuple[Any, str | None]:
-        raise NotImplementedError
+    kind: str
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    values: tuple[str, ...] | None = None
 
     def apply(self, prev: Any, new: Any, path: str, warn: Warn) -> Any:
         """Return the key's value after this layer; warn about anything not taken as is."""
+        if self.kind in _MERGES:
+            return _MERGES[self.kind](prev, new, path, warn)
         try:
-            value, note = self.check(new)
+            value, note = _CHECKS[self.kind](self, new, path)
         except _Rejected as exc:
             warn(f"{path}: {exc}; keeping {describe(prev)}")
             return prev
@@ -104,17 +111,25 @@ class Rule:
         return value
 
 
-@dataclass(frozen=True, slots=True)
-class BoolRule(Rule):
+Checked = tuple[Any, str | None]
+
+
+def _bool(rule: Rule, value: Any, path: str) -> Checked:
     """JSON boolean only: the strings "true"/"false" are a type error, as in the reference."""
-
-    def check(self, value: Any) -> tuple[Any, str | None]:
-        if isinstance(value, bool):
-            return value, None
-        raise _Rejected(f"expected a boolean, {_got(value)}")
+    if isinstance(value, bool):
+        return value, None
+    raise _expect("a boolean", value)
 
 
-def _clamp(value: float, lo: float | None, hi: float | None) -> tuple[float, str | None]:
+def _false(rule: Rule, value: Any, path: str) -> Checked:
+    """A key the reference pins to false (``time.judgeEventTime``)."""
+    checked, _ = _bool(rule, value, path)
+    if checked:
+        return False, f"{describe(checked)} is not supported ({path} is fixed to false)"
+    return checked, None
+
+
+def _clamp(value: float, lo: float | None, hi: float | None) -> Checked:
     if lo is not None and value < lo:
         return lo, f"{describe(value)} is below the minimum {describe(lo)}; clamped"
     if hi is not None and value > hi:
@@ -122,156 +137,107 @@ def _clamp(value: float, lo: float | None, hi: float | None) -> tuple[float, str
     return value, None
 
 
-@dataclass(frozen=True, slots=True)
-class IntRule(Rule):
-    """Integer in ``lo..hi`` (default: the JavaScript safe range); 5.0 is taken as 5 and
-    5.5 rounds half up with a note."""
-
-    lo: int = -MAX_SAFE_INTEGER
-    hi: int = MAX_SAFE_INTEGER
-
-    def check(self, value: Any) -> tuple[Any, str | None]:
-        if not _is_number(value):
-            raise _Rejected(f"expected an integer, {_got(value)}")
-        notes: list[str] = []
-        if isinstance(value, float) and not value.is_integer():
-            rounded = math.floor(value + 0.5)
-            notes.append(f"{describe(value)} is not an integer; rounded to {rounded}")
-            value = rounded
-        clamped, note = _clamp(int(value), self.lo, self.hi)
-        return int(clamped), "; ".join([*notes, *([note] if note else [])]) or None
+def _int(rule: Rule, value: Any, path: str) -> Checked:
+    """Integer in ``lo..hi``; 5.0 is taken as 5 and 5.5 rounds half up with a note."""
+    if not _is_number(value):
+        raise _expect("an integer", value)
+    notes: list[str] = []
+    if isinstance(value, float) and not value.is_integer():
+        rounded = math.floor(value + 0.5)
+        notes.append(f"{describe(value)} is not an integer; rounded to {rounded}")
+        value = rounded
+    clamped, note = _clamp(int(value), rule.lo, rule.hi)
+    return int(clamped), "; ".join([*notes, *([note] if note else [])]) or None
 
 
-@dataclass(frozen=True, slots=True)
-class NumRule(Rule):
-    """Finite number with optional bounds. ``lo_open`` makes the lower bound exclusive,
-    which cannot be clamped to, so a value at or below it is rejected instead."""
-
-    lo: float | None = None
-    hi: float | None = None
-    lo_open: bool = False
-
-    def check(self, value: Any) -> tuple[Any, str | None]:
-        if not _is_number(value):
-            raise _Rejected(f"expected a number, {_got(value)}")
-        if self.lo_open and self.lo is not None and value <= self.lo:
-            raise _Rejected(f"{describe(value)} must be greater than {describe(self.lo)}")
-        return _clamp(value, None if self.lo_open else self.lo, self.hi)
+def _float(rule: Rule, value: Any, path: str) -> Checked:
+    """Finite number; ``lo_open`` makes the lower bound exclusive, which cannot be
+    clamped to, so a value at or below it is rejected instead."""
+    if not _is_number(value):
+        raise _expect("a number", value)
+    if rule.lo_open and rule.lo is not None and value <= rule.lo:
+        raise _Rejected(f"{describe(value)} must be greater than {describe(rule.lo)}")
+    return _clamp(value, None if rule.lo_open else rule.lo, rule.hi)
 
 
-@dataclass(frozen=True, slots=True)
-class EnumRule(Rule):
+def _enum(rule: Rule, value: Any, path: str) -> Checked:
     """One of a fixed set of strings; a case variant ("Legacy") is normalised with a note."""
-
-    values: tuple[str, ...]
-
-    def check(self, value: Any) -> tuple[Any, str | None]:
-        allowed = "|".join(self.values)
-        if not isinstance(value, str):
-            raise _Rejected(f"expected one of {allowed}, {_got(value)}")
-        if value in self.values:
-            return value, None
-        for candidate in self.values:
-            if candidate.casefold() == value.strip().casefold():
-                return candidate, f"{describe(value)} normalised to {describe(candidate)}"
-        raise _Rejected(f"expected one of {allowed}, got {describe(value)}")
-
-
-@dataclass(frozen=True, slots=True)
-class StrRule(Rule):
-    """A string; ``allow_blank=False`` rejects empty / whitespace-only strings."""
-
-    allow_blank: bool = True
-
-    def check(self, value: Any) -> tuple[Any, str | None]:
-        if not isinstance(value, str):
-            raise _Rejected(f"expected a string, {_got(value)}")
-        if not self.allow_blank and not value.strip():
-            raise _Rejected("expected a non-empty string")
+    values = rule.values or ()
+    if not isinstance(value, str):
+        raise _expect(f"one of {'|'.join(values)}", value)
+    if value in values:
         return value, None
+    for candidate in values:
+        if candidate.casefold() == value.strip().casefold():
+            return candidate, f"{describe(value)} normalised to {describe(candidate)}"
+    raise _Rejected(f"expected one of {'|'.join(values)}, got {describe(value)}")
 
 
-@dataclass(frozen=True, slots=True)
-class TimezoneRule(Rule):
+def _str(rule: Rule, value: Any, path: str) -> Checked:
+    """A string; the NON_BLANK kind also rejects empty / whitespace-only strings."""
+    if not isinstance(value, str):
+        raise _expect("a string", value)
+    if rule.kind == Special.NON_BLANK.name and not value.strip():
+        raise _Rejected("expected a non-empty string")
+    return value, None
+
+
+def _timezone(rule: Rule, value: Any, path: str) -> Checked:
     """IANA zone name (checked through :mod:`zoneinfo`), or "" for the host's zone."""
-
-    def check(self, value: Any) -> tuple[Any, str | None]:
-        if not isinstance(value, str):
-            raise _Rejected(f"expected an IANA timezone name, got {json_kind(value)}")
-        name = value.strip()
-        if name:
-            try:
-                zoneinfo.ZoneInfo(name)
-            except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
-                raise _Rejected(f"unknown IANA timezone {describe(name)}") from None
-        return name, None
+    if not isinstance(value, str):
+        raise _Rejected(f"expected an IANA timezone name, got {json_kind(value)}")
+    name = value.strip()
+    if name:
+        try:
+            zoneinfo.ZoneInfo(name)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+            raise _Rejected(f"unknown IANA timezone {describe(name)}") from None
+    return name, None
 
 
-@dataclass(frozen=True, slots=True)
-class FixedRule(Rule):
-    """A key the reference pins to one value (``time.judgeEventTime`` is always false)."""
-
-    inner: Rule
-    fixed: Any
-    reason: str
-
-    def check(self, value: Any) -> tuple[Any, str | None]:
-        checked, note = self.inner.check(value)
-        if checked == self.fixed:
-            return checked, note
-        return self.fixed, f"{describe(checked)} is not supported ({self.reason})"
-
-
-@dataclass(frozen=True, slots=True)
-class StrListRule(Rule):
+def _str_list(rule: Rule, value: Any, path: str) -> Checked:
     """Array of strings; replaces the previous array (arrays never merge). Bad items are
-    dropped with a note. With ``allowed`` the items come from that set, re-sorted into its
+    dropped with a note. With ``values`` the items come from that set, re-sorted into its
     order (the time fallback ladder only widens, so a shuffled one would be meaningless)."""
-
-    allowed: tuple[str, ...] | None = None
-
-    def check(self, value: Any) -> tuple[Any, str | None]:
-        if not isinstance(value, list | tuple):
-            raise _Rejected(f"expected an array of strings, {_got(value)}")
-        notes: list[str] = []
-        items: list[str] = []
-        for item in value:
-            if not isinstance(item, str):
-                notes.append(f"dropped non-string item {describe(item)}")
-            elif not item.strip():
-                notes.append("dropped empty item")
-            elif self.allowed is not None and item not in self.allowed:
-                notes.append(f"dropped {describe(item)} (allowed: {', '.join(self.allowed)})")
-            elif item not in items:
-                items.append(item)
-        if self.allowed is not None:
-            ordered = sorted(items, key=self.allowed.index)
-            if ordered != items:
-                notes.append(f"reordered to {describe(ordered)}")
-            items = ordered
-        return items, "; ".join(notes) or None
+    if not isinstance(value, list | tuple):
+        raise _expect("an array of strings", value)
+    allowed = rule.values
+    notes: list[str] = []
+    items: list[str] = []
+    for item in value:
+        if not isinstance(item, str):
+            notes.append(f"dropped non-string item {describe(item)}")
+        elif not item.strip():
+            notes.append("dropped empty item")
+        elif allowed is not None and item not in allowed:
+            notes.append(f"dropped {describe(item)} (allowed: {', '.join(allowed)})")
+        elif item not in items:
+            items.append(item)
+    if allowed is not None:
+        ordered = sorted(items, key=allowed.index)
+        if ordered != items:
+            notes.append(f"reordered to {describe(ordered)}")
+        items = ordered
+    return items, "; ".join(notes) or None
 
 
-@dataclass(frozen=True, slots=True)
-class IdListRule(Rule):
+def _id_list(rule: Rule, value: Any, path: str) -> Checked:
     """QQ ids: strings or numbers, numbers turned into strings (reference ``compat.ownerIds``)."""
-
-    def check(self, value: Any) -> tuple[Any, str | None]:
-        if not isinstance(value, list | tuple):
-            raise _Rejected(f"expected an array of ids, {_got(value)}")
-        notes: list[str] = []
-        ids: list[str] = []
-        for item in value:
-            if _is_number(item):
-                text = str(int(item)) if float(item).is_integer() else str(item)
-            elif isinstance(item, str) and item.strip():
-                text = item.strip()
-            else:
-                notes.append(f"dropped invalid id {describe(item)}")
-                continue
-            if text not in ids:
-                ids.append(text)
-        return ids, "; ".join(notes) or None
+    if not isinstance(value, list | tuple):
+        raise _expect("an array of ids", value)
+    notes: list[str] = []
+    ids: list[str] = []
+    for item in value:
+        if _is_number(item):
+            text = str(int(item)) if float(item).is_integer() else str(item)
+        elif isinstance(item, str) and item.strip():
+            text = item.strip()
+        else:
+            notes.append(f"dropped invalid id {describe(item)}")
+            continue
+        if text not in ids:
+            ids.append(text)
+    return ids, "; ".join(notes) or None
 
 
 def _is_object(new: Any, path: str, warn: Warn) -> bool:
@@ -282,100 +248,104 @@ def _is_object(new: Any, path: str, warn: Warn) -> bool:
     return False
 
 
-@dataclass(frozen=True, slots=True)
-class NumMapRule(Rule):
+def _num_map(prev: Any, new: Any, path: str, warn: Warn) -> Any:
     """An open object of name -> number (``importance.weights``); merges per entry."""
-
-    def apply(self, prev: Any, new: Any, path: str, warn: Warn) -> Any:
-        if not _is_object(new, path, warn):
-            return prev
-        merged = dict(prev)
-        for key, item in new.items():
-            if _is_number(item):
-                merged[key] = item
-            else:
-                kept = f"keeping {describe(merged[key])}" if key in merged else "ignored"
-                warn(f"{path}.{key}: expected a number, {_got(item)}; {kept}")
-        return merged
+    if not _is_object(new, path, warn):
+        return prev
+    merged = dict(prev)
+    for key, item in new.items():
+        if _is_number(item):
+            merged[key] = item
+        else:
+            kept = f"keeping {describe(merged[key])}" if key in merged else "ignored"
+            warn(f"{path}.{key}: expected a number, {_got(item)}; {kept}")
+    return merged
 
 
-@dataclass(frozen=True, slots=True)
-class CategoryClassesRule(Rule):
+def _category_classes(prev: Any, new: Any, path: str, warn: Warn) -> Any:
     """``recall.categoryMatch.classes``: ``{name: {label, words[]}}``, at most 32 classes
     of at most 64 words. Classes merge per name (a layer can add a class or replace
     one class's words without restating the other five); ``words: []`` disables one."""
-
-    def apply(self, prev: Any, new: Any, path: str, warn: Warn) -> Any:
-        if not _is_object(new, path, warn):
-            return prev
-        merged: dict[str, Any] = copy.deepcopy(dict(prev))
-        for name, entry in new.items():
-            where = f"{path}.{name}"
-            if not isinstance(entry, Mapping):
-                warn(
-                    f"{where}: expected an object {{label, words}}, got {json_kind(entry)}; ignored"
-                )
-                continue
-            base = merged.get(name)
-            label = base["label"] if base else name
-            words: list[str] | None = list(base["words"]) if base else None
-            if "label" in entry:
-                if isinstance(entry["label"], str) and entry["label"].strip():
-                    label = entry["label"]
-                else:
-                    warn(f"{where}.label: expected a non-empty string; keeping {describe(label)}")
-            if "words" in entry:
-                words = StrListRule().apply(words, entry["words"], f"{where}.words", warn)
-            if words is None:
-                warn(f"{where}: a new class needs a words array; ignored")
-                continue
-            if len(words) > CATEGORY_WORDS_MAX:
-                warn(f"{where}.words: more than {CATEGORY_WORDS_MAX} words; truncated")
-                words = words[:CATEGORY_WORDS_MAX]
-            extras = {k: copy.deepcopy(v) for k, v in entry.items() if k not in ("label", "words")}
-            merged[name] = {**(base or {}), **extras, "label": label, "words": words}
-        if len(merged) > CATEGORY_CLASSES_MAX:
-            dropped = list(merged)[CATEGORY_CLASSES_MAX:]
-            warn(f"{path}: more than {CATEGORY_CLASSES_MAX} classes; dropped {describe(dropped)}")
-            merged = {k: merged[k] for k in list(merged)[:CATEGORY_CLASSES_MAX]}
-        return merged
+    if not _is_object(new, path, warn):
+        return prev
+    merged: dict[str, Any] = copy.deepcopy(dict(prev))
+    for name, entry in new.items():
+        where = f"{path}.{name}"
+        if not isinstance(entry, Mapping):
+            warn(f"{where}: expected an object {{label, words}}, got {json_kind(entry)}; ignored")
+            continue
+        base = merged.get(name)
+        label = base["label"] if base else name
+        words: list[str] | None = list(base["words"]) if base else None
+        if "label" in entry:
+            if isinstance(entry["label"], str) and entry["label"].strip():
+                label = entry["label"]
+            else:
+                warn(f"{where}.label: expected a non-empty string; keeping {describe(label)}")
+        if "words" in entry:
+            words = Rule("str list").apply(words, entry["words"], f"{where}.words", warn)
+        if words is None:
+            warn(f"{where}: a new class needs a words array; ignored")
+            continue
+        if len(words) > CATEGORY_WORDS_MAX:
+            warn(f"{where}.words: more than {CATEGORY_WORDS_MAX} words; truncated")
+            words = words[:CATEGORY_WORDS_MAX]
+        extras = {k: copy.deepcopy(v) for k, v in entry.items() if k not in ("label", "words")}
+        merged[name] = {**(base or {}), **extras, "label": label, "words": words}
+    if len(merged) > CATEGORY_CLASSES_MAX:
+        dropped = list(merged)[CATEGORY_CLASSES_MAX:]
+        warn(f"{path}: more than {CATEGORY_CLASSES_MAX} classes; dropped {describe(dropped)}")
+        merged = {k: merged[k] for k in list(merged)[:CATEGORY_CLASSES_MAX]}
+    return merged
 
 
-_SPECIAL: Final[dict[Special, Callable[[str], Rule]]] = {
-    Special.TIMEZONE: lambda _path: TimezoneRule(),
-    Special.NON_BLANK: lambda _path: StrRule(allow_blank=False),
-    Special.ID_LIST: lambda _path: IdListRule(),
-    Special.ALWAYS_FALSE: lambda path: FixedRule(BoolRule(), False, f"{path} is fixed to false"),
+_CHECKS: Final[dict[str, Callable[[Rule, Any, str], Checked]]] = {
+    "bool": _bool,
+    "int": _int,
+    "float": _float,
+    "enum": _enum,
+    "str": _str,
+    "str list": _str_list,
+    Special.TIMEZONE.name: _timezone,
+    Special.NON_BLANK.name: _str,
+    Special.ID_LIST.name: _id_list,
+    Special.ALWAYS_FALSE.name: _false,
+}
+_MERGES: Final[dict[str, Callable[[Any, Any, str, Warn], Any]]] = {
+    "num map": _num_map,
+    "category classes": _category_classes,
 }
 
 
 def _rule_for(field: FieldInfo, path: str) -> Rule:
     """The leniency rule a field's annotation and metadata imply."""
-    for meta in field.metadata:
-        if isinstance(meta, Special):
-            return _SPECIAL[meta](path)
+    special = next((meta for meta in field.metadata if isinstance(meta, Special)), None)
+    if special is not None:
+        return Rule(special.name)
     kind, args = field.annotation, get_args(field.annotation)
-    if kind is bool:
-        return BoolRule()
     bound = next((meta for meta in field.metadata if isinstance(meta, Range)), Range())
+    if kind is bool:
+        return Rule("bool")
     if kind is int:
         lo, hi = bound.lo, bound.hi
-        return IntRule(
+        return Rule(
+            "int",
             -MAX_SAFE_INTEGER if lo is None else int(lo),
             MAX_SAFE_INTEGER if hi is None else int(hi),
         )
     if kind is float:
-        return NumRule(bound.lo, bound.hi, bound.lo_open)
+        return Rule("float", bound.lo, bound.hi, bound.lo_open)
     if kind is str:
-        return StrRule()
+        return Rule("str")
     if get_origin(kind) is Literal:
-        return EnumRule(args)
+        return Rule("enum", values=args)
     if get_origin(kind) is tuple:
-        return StrListRule(get_args(args[0]) if get_origin(args[0]) is Literal else None)
+        literal = get_origin(args[0]) is Literal
+        return Rule("str list", values=get_args(args[0]) if literal else None)
     if get_origin(kind) is Mapping and args[1] is float:
-        return NumMapRule()
+        return Rule("num map")
     if get_origin(kind) is Mapping and args[1] is CategoryClass:
-        return CategoryClassesRule()
+        return Rule("category classes")
     raise TypeError(f"{path}: no leniency rule for {kind!r}")
 
 
@@ -430,17 +400,14 @@ def clean_layer(
 
 def cross_check(acc: dict[str, Any], warn: Warn) -> None:
     """Rules that involve more than one key, run once on the fully merged config."""
-    importance = acc["importance"]
-    if importance["min"] > importance["max"]:
-        warn(
-            f"importance.min {describe(importance['min'])} > importance.max "
-            f"{describe(importance['max'])}; swapped"
-        )
-        importance["min"], importance["max"] = importance["max"], importance["min"]
-    keywords = acc["keywords"]
-    if keywords["min"] > keywords["max"]:
-        warn(f"keywords.min {keywords['min']} > keywords.max {keywords['max']}; swapped")
-        keywords["min"], keywords["max"] = keywords["max"], keywords["min"]
+    for section in ("importance", "keywords"):
+        bounds = acc[section]
+        if bounds["min"] > bounds["max"]:
+            warn(
+                f"{section}.min {describe(bounds['min'])} > {section}.max "
+                f"{describe(bounds['max'])}; swapped"
+            )
+            bounds["min"], bounds["max"] = bounds["max"], bounds["min"]
     compress = acc["compress"]
     if compress["releaseFloorEnabled"] and (
         compress["releaseTargetPercent"] >= compress["triggerPercent"]

@@ -19,7 +19,7 @@ from engine.config import (
     packaged_config_path,
 )
 from engine.config.defaults import engine_defaults, product_defaults
-from engine.config.validate import SCHEMA, IntRule, NumRule, Rule
+from engine.config.validate import SCHEMA, Rule
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -127,21 +127,21 @@ def test_every_number_has_its_bound() -> None:
         node: Any = SCHEMA
         for part in path.split("."):
             node = node[part]
-        if isinstance(node, IntRule | NumRule):
+        if isinstance(node, Rule) and node.kind in ("int", "float"):
             numbers[path] = node
     assert len(numbers) > 90  # the walker found the numeric fields
     unbounded = {
         path
         for path, rule in numbers.items()
-        if (isinstance(rule, IntRule) and rule.lo < 0)
-        or (isinstance(rule, NumRule) and rule.lo is None and rule.hi is None)
+        if (rule.kind == "int" and rule.lo is not None and rule.lo < 0)
+        or (rule.kind == "float" and rule.lo is None and rule.hi is None)
     }
     assert unbounded == UNBOUNDED_NUMBERS
-    assert numbers["compress.triggerPercent"] == NumRule(1, 100)
-    assert numbers["recall.sigma"] == NumRule(0, lo_open=True)
-    assert numbers["keywords.max"] == IntRule(3, 16)
-    assert numbers["compat.crossChat.maxSnippetChars"] == IntRule(80, 2000)
-    assert numbers["timeTag.weekStart"] == IntRule(1, 7)
+    assert numbers["compress.triggerPercent"] == Rule("float", 1, 100)
+    assert numbers["recall.sigma"] == Rule("float", 0, lo_open=True)
+    assert numbers["keywords.max"] == Rule("int", 3, 16)
+    assert numbers["compat.crossChat.maxSnippetChars"] == Rule("int", 80, 2000)
+    assert numbers["timeTag.weekStart"] == Rule("int", 1, 7)
 
 
 def test_every_default_is_accepted_by_its_own_rule() -> None:
