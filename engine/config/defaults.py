@@ -1,15 +1,10 @@
 """The engine defaults as a plain JSON tree, and the packaged product's differences.
 
-:data:`ENGINE_DEFAULTS` is the dump of ``MemoryConfig()`` (the reference's
-``DEFAULT_CONFIG``, key for key): the tree layers deep-merge onto and ``config.json`` is
-diffed against. The packaged product defaults differ from it in exactly the six places of
-:data:`PRODUCT_OVERRIDES` (reference §3: the four tag/time ``mode`` switches plus
-``timeTag.mode`` are ``index`` in the engine and ``constrain`` in the product, and the
-engine uses the host's local timezone while the product pins ``Asia/Shanghai``), plus
-where the product goes beyond the reference (:data:`BEYOND_REFERENCE`: ``recall.mode``
-is ``ranked``; the engine keeps the reference's ``fair``).
-
-Nothing here is mutated at run time: callers get deep copies via :func:`engine_defaults`.
+:data:`ENGINE_DEFAULTS` is ``MemoryConfig()`` dumped (the reference's ``DEFAULT_CONFIG``,
+key for key): the tree layers deep-merge onto and ``config.json`` is diffed against. The
+packaged product defaults differ from it in exactly :data:`PRODUCT_OVERRIDES` and, where
+the product goes beyond the reference on purpose, :data:`BEYOND_REFERENCE`. Nothing here
+is mutated at run time: callers get deep copies via :func:`engine_defaults`.
 """
 
 from __future__ import annotations
@@ -28,7 +23,8 @@ FORBIDDEN_KEYS: Final[frozenset[str]] = frozenset({"__proto__", "constructor", "
 ENGINE_DEFAULTS: Final[dict[str, Any]] = MemoryConfig().to_json()
 
 #: The documented differences between the engine defaults and the packaged product
-#: defaults (reference §3: "六处有意不同"), as dotted path -> product value.
+#: defaults (reference §3: "六处有意不同": the engine's ``index`` modes and host-local
+#: timezone), as dotted path -> product value.
 PRODUCT_OVERRIDES: Final[dict[str, Any]] = {
     "time.mode": "constrain",
     "event.mode": "constrain",

@@ -1,9 +1,8 @@
 """Stable fingerprint of an effective configuration.
 
 recall-state v3 stores a ``configFingerprint`` so that lane cursors persisted under one
-configuration are not reused under another. The fingerprint therefore has to be a pure
-function of the *effective* values: key order, number spelling (``60`` vs ``60.0``) and
-unknown keys (which the engine ignores) must not change it.
+configuration are not reused under another: a pure function of the *effective* values,
+not changed by key order, number spelling (``60`` vs ``60.0``) or (ignored) unknown keys.
 """
 
 from __future__ import annotations
@@ -16,8 +15,6 @@ import orjson
 
 from engine.config.model import MemoryConfig, json_number_normalise
 
-__all__ = ["canonical_json", "fingerprint"]
-
 
 def canonical_json(value: Any) -> bytes:
     """Canonical JSON bytes: sorted keys, compact, integral floats written as ints."""
@@ -25,10 +22,7 @@ def canonical_json(value: Any) -> bytes:
 
 
 def fingerprint(config: MemoryConfig | Mapping[str, Any]) -> str:
-    """sha256 hex digest of the canonical JSON of the effective config.
-
-    For a :class:`MemoryConfig` only modelled keys count; a plain mapping is hashed as
-    given (callers passing a raw dict get a fingerprint of exactly that dict).
-    """
+    """sha256 hex digest of the canonical JSON of the effective config: of a
+    :class:`MemoryConfig` only modelled keys count, a plain mapping is hashed as given."""
     tree = config.to_json(include_unknown=False) if isinstance(config, MemoryConfig) else config
     return hashlib.sha256(canonical_json(tree)).hexdigest()

@@ -1,10 +1,9 @@
 """Fixed limits the reference states that are *not* configuration keys.
 
-They live next to the configuration because every consumer of a config value also
-needs the hard bound around it (the judge clamps α to ``importance.min/max`` but β to
-the fixed ±10; the archive keyword count is configurable inside 3-16 while the query
-side is always capped at 16). Keeping them in one module stops the engine, handlers
-and tool descriptions from each hard-coding their own copy.
+They live next to the configuration because every consumer of a config value also needs
+the hard bound around it (the judge clamps α to ``importance.min/max`` but β to the fixed
+±10; archive keywords are configurable inside 3-16, the query side is always capped at
+16), and one module stops the engine, handlers and tool descriptions each hard-coding one.
 """
 
 from __future__ import annotations
@@ -31,9 +30,7 @@ ASSISTANT_SAID_KEYWORDS_MAX: Final = 8
 
 #: ``memory_recall.limit``: integer 1..20, default 3 (v1.5.0); also the ceiling of
 #: ``recall.adaptiveQuota.complexQuota``.
-RECALL_LIMIT_MIN: Final = 1
 RECALL_LIMIT_MAX: Final = 20
-RECALL_LIMIT_DEFAULT: Final = 3
 
 #: ``recall.categoryMatch.classes``: at most 32 classes, 64 words per class.
 CATEGORY_CLASSES_MAX: Final = 32

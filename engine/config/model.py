@@ -1,22 +1,17 @@
 """The memory configuration (reference §3) as typed models: the one source of its tree.
 
-Every key is named here once, with its type, its engine default and its bound:
-a :class:`Range` for numbers, ``Literal`` for enums, a
-:class:`Special` marker for the few keys whose leniency is not implied by the type.
-:mod:`engine.config.validate` walks these fields to clean each config layer, and
-:data:`engine.config.defaults.ENGINE_DEFAULTS` is the dump of ``MemoryConfig()``.
-
-Attribute names are snake_case; the JSON spelling (the reference's camelCase) is the
-alias, and either is accepted on input. ``extra="allow"`` keeps unknown keys (the
-reference keeps and ignores them), and ``frozen=True`` makes a config a value that can
-be swapped in one assignment on hot reload without anyone mutating it in place.
+Every key is named here once, with its type, engine default and bound (a :class:`Range`,
+``Literal`` values, or a :class:`Special` marker where the type does not imply the rule):
+:mod:`engine.config.validate` walks these fields to clean each layer. Attributes are
+snake_case with the reference's camelCase as alias (either is accepted); ``extra="allow"``
+keeps unknown keys (the reference keeps and ignores them); ``frozen=True`` lets hot
+reload swap a config in one assignment.
 
 Reading notes on the reference, and how they were decided:
 
-* ``recall.computeDates``: the §3 table and the v1.5.4/v1.6.0 notes say "engine default
-  false, packaged config true", while §3 also says engine and packaged defaults differ
-  in exactly six places (the five ``mode`` switches and ``time.timezone``). We keep the
-  six and use the shipped value, ``true``, on both sides.
+* ``recall.computeDates``: §3 and the v1.5.4/v1.6.0 notes say "engine default false,
+  packaged true", yet §3 also says the two differ in exactly six places (the five
+  ``mode`` switches and ``time.timezone``): we keep the six and ship ``true`` on both.
 * ``keywords.max 38 → 316`` in the extracted text is ``3~8 → 3~16``; ``keywords.min`` and
   ``keywords.max`` are clamped into 3..16.
 * ``recall.categoryMatch.classes`` word lists beyond the quoted heads, and the
@@ -29,7 +24,6 @@ Reading notes on the reference, and how they were decided:
 from __future__ import annotations
 
 import enum
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -75,27 +69,21 @@ TagMode = Literal["off", "index", "constrain"]
 Words = tuple[str, ...]
 
 
-def json_number_normalise(value: Any) -> Any:
-    """Turn integral floats into ints, recursively.
+def json_number_normalise(value: Any, include_unknown: bool = True) -> Any:
+    """The JSON form of a value: sections dumped, integral floats turned into ints.
 
-    JSON (and the reference's JavaScript) has one number type: ``60`` and ``60.0`` are
-    the same value. Python keeps them apart, and a float-typed field turns ``60`` into
-    ``60.0``; normalising keeps dumps identical to the config file and fingerprints
-    independent of how a number was spelt. Only floats inside the signed 64-bit range
-    become ints: JSON writers (orjson among them) refuse larger integers, while the
-    float itself is writable.
-    """
-    if (
-        isinstance(value, float)
-        and math.isfinite(value)
-        and value.is_integer()
-        and -(2**63) <= value < 2**63
-    ):
-        return int(value)
+    JSON has one number type (``60`` is ``60.0``) while a float field turns ``60`` into
+    ``60.0``: normalising keeps dumps identical to the config file and fingerprints
+    independent of spelling. Only floats in the signed 64-bit range become ints (orjson
+    refuses larger integers, while the float itself is writable)."""
+    if isinstance(value, _Section):
+        return value.to_json(include_unknown=include_unknown)
+    if isinstance(value, float) and value.is_integer() and -(2**63) <= value < 2**63:
+        return int(value)  # is_integer() is False for inf and nan
     if isinstance(value, Mapping):
-        return {k: json_number_normalise(v) for k, v in value.items()}
+        return {k: json_number_normalise(v, include_unknown) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [json_number_normalise(v) for v in value]
+        return [json_number_normalise(v, include_unknown) for v in value]
     return value
 
 
@@ -108,29 +96,22 @@ class _Section(BaseModel):
 
     def to_json(self, *, include_unknown: bool = True) -> dict[str, Any]:
         """The camelCase JSON form; ``include_unknown=False`` keeps only modelled keys."""
-        tree = {
-            field.alias or name: getattr(self, name)
-            for name, field in type(self).model_fields.items()
-        }
+        fields = type(self).model_fields
+        tree = {field.alias or name: getattr(self, name) for name, field in fields.items()}
         if include_unknown and self.model_extra:
             tree.update(self.model_extra)
-        return {key: _dump(value, include_unknown) for key, value in tree.items()}
+        return {key: json_number_normalise(value, include_unknown) for key, value in tree.items()}
 
 
-def _dump(value: Any, include_unknown: bool) -> Any:
-    if isinstance(value, _Section):
-        return value.to_json(include_unknown=include_unknown)
-    if isinstance(value, Mapping):
-        return {k: _dump(v, include_unknown) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_dump(v, include_unknown) for v in value]
-    return json_number_normalise(value)
-
-
-class CompressConfig(_Section):
-    """§3.0 archiving: when to cut, how much, and the v1.4.x guards around it."""
+class Switch(_Section):
+    """A section led by its on/off switch, on unless a layer turns it off."""
 
     enabled: bool = True
+
+
+class CompressConfig(Switch):
+    """§3.0 archiving: when to cut, how much, and the v1.4.x guards around it."""
+
     trigger_percent: PositivePercent = 60
     compress_percent: PositivePercent = 20
     release_target_percent: Percent = 50
@@ -211,10 +192,9 @@ _CATEGORY_CLASSES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
-class CategoryMatchConfig(_Section):
+class CategoryMatchConfig(Switch):
     """Category expansion (Plan A): high-α memories reachable through class synonyms."""
 
-    enabled: bool = True
     alpha_min: Ratio = 0.6
     classes: Mapping[str, CategoryClass] = Field(
         default_factory=lambda: {
@@ -240,10 +220,9 @@ class RegisterConfig(_Section):
     ttl_rounds: Count = 2
 
 
-class RecycleConfig(_Section):
+class RecycleConfig(Switch):
     """Recycle lane: re-entry after a cooldown, at most maxPerRound per round."""
 
-    enabled: bool = True
     cooldown_rounds: Count = 15
     max_per_round: Count = 1
 
@@ -286,42 +265,37 @@ class FairnessConfig(_Section):
     round_budget: RoundBudgetConfig = RoundBudgetConfig()
 
 
-class AdaptiveQuotaConfig(_Section):
+class AdaptiveQuotaConfig(Switch):
     """v1.5.0 adaptive quota for complex messages."""
 
-    enabled: bool = True
     complex_quota: Annotated[int, Range(1, RECALL_LIMIT_MAX)] = 20  # = limit's ceiling
     complex_min_clauses: Positive = 2
     complex_min_chars: Positive = 160
     complex_min_keywords: Positive = 8
 
 
-class ClauseSplitConfig(_Section):
+class ClauseSplitConfig(Switch):
     """v1.5.0 multi-clause recall."""
 
-    enabled: bool = True
     max_clauses: Positive = 8
     min_clause_chars: Count = 2
 
 
-class TagMentionsConfig(_Section):
+class TagMentionsConfig(Switch):
     """v1.5.0 known tag names in the user message as hard filters."""
 
-    enabled: bool = True
     max_tags_per_kind: Annotated[int, Range(1, 32)] = 4  # 1..32
 
 
-class AssistantSaidConfig(_Section):
+class AssistantSaidConfig(Switch):
     """v1.5.0 「你说过」 assistant-utterance channel."""
 
-    enabled: bool = True
     reserve_slots: Count = 2
 
 
-class HighRelevanceConfig(_Section):
+class HighRelevanceConfig(Switch):
     """v1.5.5 guaranteed slots for memories matching several distinct query keywords."""
 
-    enabled: bool = True
     min_matches: Positive = 2
     reserve_slots: Count = 2
 
@@ -335,10 +309,9 @@ class RankedConfig(_Section):
     keep_rounds: Count = 1
 
 
-class RecallConfig(_Section):
+class RecallConfig(Switch):
     """§3.0.2 recall selection, safety valves, legacy parameters and the v1.5.x channels."""
 
-    enabled: bool = True
     # The engine keeps the reference's "fair"; the product ships "ranked" (BEYOND_REFERENCE).
     mode: Literal["ranked", "fair", "deterministic", "legacy"] = "fair"
     first_gen_max: Count = 10  # 0 = recall off (v1.4.1)
@@ -432,12 +405,6 @@ class TimeTagConfig(_Section):
     max_span_days: Positive = 366
 
 
-class RulesConfig(_Section):
-    """The dsh-rofm:memory-rules section switch."""
-
-    enabled: bool = True
-
-
 class AutoHeuristicAfterRoundsConfig(_Section):
     """Rounds of undigested pending before the heuristic fallback (plain / QQ channel)."""
 
@@ -445,10 +412,9 @@ class AutoHeuristicAfterRoundsConfig(_Section):
     channel: Positive = 2
 
 
-class CategoryKeywordConfig(_Section):
+class CategoryKeywordConfig(Switch):
     """Category-word guarantee for high-α memories (v1.4.1)."""
 
-    enabled: bool = True
     alpha_min: Ratio = 0.6
     words: Words = ("喜好", "偏好", "习惯", "约定", "承诺", "决定", "规则", "要求", "禁忌")
 
@@ -477,10 +443,9 @@ class StorageConfig(_Section):
     max_folders: Positive = 10000
 
 
-class LoggingConfig(_Section):
+class LoggingConfig(Switch):
     """Log output switches."""
 
-    enabled: bool = True
     verbose: bool = False
 
 
@@ -499,10 +464,9 @@ class SecretsConfig(_Section):
     mode: Literal["redact", "drop", "off"] = "redact"
 
 
-class CrossChatConfig(_Section):
+class CrossChatConfig(Switch):
     """v1.4.2 memory_group_recall (private owner -> group memories, read-only)."""
 
-    enabled: bool = True
     owner_only: bool = True
     max_results: Annotated[int, Range(1, 20)] = 20  # clamp 1..20
     max_snippet_chars: Annotated[int, Range(80, 2000)] = 400  # clamp 80..2000
@@ -524,10 +488,10 @@ class CompatConfig(_Section):
     cross_chat: CrossChatConfig = CrossChatConfig()
 
 
-class MemoryConfig(_Section):
-    """The effective memory configuration (reference §3), one immutable value."""
+class MemoryConfig(Switch):
+    """The effective memory configuration (reference §3), one immutable value; ``enabled``
+    is the activation-time switch (§3, §5): read at start, never reloaded."""
 
-    enabled: bool = True  # activation-time switch (§3, §5): read at start, never reloaded
     compress: CompressConfig = CompressConfig()
     importance: ImportanceConfig = ImportanceConfig()
     keywords: KeywordsConfig = KeywordsConfig()
@@ -538,7 +502,7 @@ class MemoryConfig(_Section):
     location: TagConfig = TagConfig()
     person: TagConfig = TagConfig()
     time_tag: TimeTagConfig = TimeTagConfig()
-    rules: RulesConfig = RulesConfig()
+    rules: Switch = Switch()  # the dsh-rofm:memory-rules section
     scoring: ScoringConfig = ScoringConfig()
     storage: StorageConfig = StorageConfig()
     logging: LoggingConfig = LoggingConfig()

@@ -1,8 +1,7 @@
 """Where configuration and memory live on disk (pure path arithmetic).
 
 Nothing here reads the environment: the daemon resolves ``$STATE_DIRECTORY`` /
-``$XDG_STATE_HOME`` / ``$HOME`` itself and passes the results in, which keeps the
-rules testable and the engine free of process state.
+``$XDG_STATE_HOME`` / ``$HOME`` and passes the results in (testable rules, no process state).
 """
 
 from __future__ import annotations
@@ -11,26 +10,19 @@ import re
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import engine
-
-#: ``storage.dir`` default (reference §3.0.5): relative, so it lands under the state dir.
-DEFAULT_STORAGE_DIR = "memory"
+from engine.config.model import StorageConfig
 
 # "~", "~/..." and "~\..." expand to the home directory; "~user" does not (reference).
 _HOME_PREFIX = re.compile(r"^~(?:$|[/\\])")
 
 
 def packaged_config_path() -> Path:
-    """The packaged product ``config.json``.
-
-    A wheel force-includes it next to the engine package (``engine/config.json``);
-    in a source checkout or editable install it is the repository root file, one level
-    above the package. The wheel location wins when it exists.
-    """
+    """The packaged product ``config.json``: the one a wheel force-includes next to the
+    engine package (``engine/config.json``) if present, else the repository root file (a
+    source checkout or editable install), one level above the package."""
     package_dir = Path(engine.__file__).parent
     bundled = package_dir / "config.json"
-    if bundled.is_file():
-        return bundled
-    return package_dir.parent / "config.json"
+    return bundled if bundled.is_file() else package_dir.parent / "config.json"
 
 
 def resolve_memory_root(
@@ -38,15 +30,14 @@ def resolve_memory_root(
 ) -> Path:
     """Resolve ``storage.dir`` to the memory root directory.
 
-    ``override`` (the daemon's ``--memory-root``) wins outright; otherwise the rules of
-    :func:`resolve_user_path` apply with ``state_dir`` as the base, where the reference
-    resolved against the plugin directory (the default ``"memory"`` gives
-    ``<state_dir>/memory``). A blank value (which validation never lets through) is read
-    as the default.
+    ``override`` (the daemon's ``--memory-root``) wins outright; otherwise
+    :func:`resolve_user_path` against ``state_dir``, where the reference used the plugin
+    directory (``"memory"`` gives ``<state_dir>/memory``). A blank value (which validation
+    never lets through) is read as the default.
     """
     if override is not None:
         return override
-    return resolve_user_path(storage_dir.strip() or DEFAULT_STORAGE_DIR, base=state_dir, home=home)
+    return resolve_user_path(storage_dir.strip() or StorageConfig().dir, base=state_dir, home=home)
 
 
 def resolve_user_path(text: str, *, base: Path, home: Path) -> Path:

@@ -1,20 +1,13 @@
 """The reference's leniency, per key: a bad value never fails a config layer.
 
 A config file is user-edited and hot-reloaded, so one typo must not take the memory
-offline. Each layer is cleaned against the layers below it before it merges:
-
-* a value of the wrong type is rejected with a warning, and the key keeps the value
-  it had *below* this layer (the engine default, or what the packaged / user file set),
-  so a typo in ``config.local.json`` does not silently undo a product default;
-* an out-of-range number is clamped into its range with a warning;
-* enums accept their documented values only (case-insensitively, normalised);
-* keys we do not know are kept verbatim and ignored (reference: "未知/过期键被忽略并保留");
-* a handful of cross-field rules run once on the merged result (min <= max pairs,
-  the release floor needing ``releaseTargetPercent < triggerPercent``, ...).
-
-:data:`SCHEMA` is not written by hand: it is derived from the fields of
-:class:`engine.config.model.MemoryConfig` (type, :class:`~engine.config.model.Range`, ``Literal`` values and
-:class:`~engine.config.model.Special` markers), so the model stays the one source.
+offline. Each layer is cleaned against the layers below it before it merges: a value of
+the wrong type is rejected with a warning and keeps the value it had *below* (so a typo
+in ``config.local.json`` does not silently undo a product default); an out-of-range
+number is clamped; an enum takes its documented values only (case variants normalised);
+unknown keys are kept verbatim and ignored (reference: "未知/过期键被忽略并保留"); a few
+cross-field rules run once on the merged result. :data:`SCHEMA` is derived from the
+fields of :class:`engine.config.model.MemoryConfig`, so the model stays the one source.
 """
 
 from __future__ import annotations
@@ -89,7 +82,7 @@ def _expect(what: str, value: Any) -> _Rejected:
 @dataclass(frozen=True, slots=True)
 class Rule:
     """A leaf of :data:`SCHEMA`: the field's kind (a key of :data:`_CHECKS` or
-    :data:`_MERGES`) and what its checker needs: bounds, or the allowed ``values``."""
+    :data:`_MERGES`) and its bounds or allowed ``values``."""
 
     kind: str
     lo: float | None = None
@@ -99,8 +92,11 @@ class Rule:
 
     def apply(self, prev: Any, new: Any, path: str, warn: Warn) -> Any:
         """Return the key's value after this layer; warn about anything not taken as is."""
-        if self.kind in _MERGES:
-            return _MERGES[self.kind](prev, new, path, warn)
+        if self.kind in _MERGES:  # open objects merge per entry, so need an object
+            if isinstance(new, Mapping):
+                return _MERGES[self.kind](prev, new, path, warn)
+            warn(f"{path}: expected an object, {_got(new)}; keeping previous")
+            return prev
         try:
             value, note = _CHECKS[self.kind](self, new, path)
         except _Rejected as exc:
@@ -115,18 +111,13 @@ Checked = tuple[Any, str | None]
 
 
 def _bool(rule: Rule, value: Any, path: str) -> Checked:
-    """JSON boolean only: the strings "true"/"false" are a type error, as in the reference."""
-    if isinstance(value, bool):
-        return value, None
-    raise _expect("a boolean", value)
-
-
-def _false(rule: Rule, value: Any, path: str) -> Checked:
-    """A key the reference pins to false (``time.judgeEventTime``)."""
-    checked, _ = _bool(rule, value, path)
-    if checked:
-        return False, f"{describe(checked)} is not supported ({path} is fixed to false)"
-    return checked, None
+    """JSON boolean only: the strings "true"/"false" are a type error, as in the reference.
+    ALWAYS_FALSE (``time.judgeEventTime``) turns true into false with a note."""
+    if not isinstance(value, bool):
+        raise _expect("a boolean", value)
+    if value and rule.kind == Special.ALWAYS_FALSE.name:
+        return False, f"true is not supported ({path} is fixed to false)"
+    return value, None
 
 
 def _clamp(value: float, lo: float | None, hi: float | None) -> Checked:
@@ -141,18 +132,16 @@ def _int(rule: Rule, value: Any, path: str) -> Checked:
     """Integer in ``lo..hi``; 5.0 is taken as 5 and 5.5 rounds half up with a note."""
     if not _is_number(value):
         raise _expect("an integer", value)
-    notes: list[str] = []
-    if isinstance(value, float) and not value.is_integer():
-        rounded = math.floor(value + 0.5)
-        notes.append(f"{describe(value)} is not an integer; rounded to {rounded}")
-        value = rounded
-    clamped, note = _clamp(int(value), rule.lo, rule.hi)
+    fractional = isinstance(value, float) and not value.is_integer()
+    rounded = math.floor(value + 0.5) if fractional else int(value)
+    clamped, note = _clamp(rounded, rule.lo, rule.hi)
+    notes = [f"{describe(value)} is not an integer; rounded to {rounded}"] if fractional else []
     return int(clamped), "; ".join([*notes, *([note] if note else [])]) or None
 
 
 def _float(rule: Rule, value: Any, path: str) -> Checked:
-    """Finite number; ``lo_open`` makes the lower bound exclusive, which cannot be
-    clamped to, so a value at or below it is rejected instead."""
+    """Finite number; an exclusive (``lo_open``) lower bound cannot be clamped to, so a
+    value at or below it is rejected."""
     if not _is_number(value):
         raise _expect("a number", value)
     if rule.lo_open and rule.lo is not None and value <= rule.lo:
@@ -240,18 +229,8 @@ def _id_list(rule: Rule, value: Any, path: str) -> Checked:
     return ids, "; ".join(notes) or None
 
 
-def _is_object(new: Any, path: str, warn: Warn) -> bool:
-    """Open-object rules merge per entry; anything but an object keeps the previous value."""
-    if isinstance(new, Mapping):
-        return True
-    warn(f"{path}: expected an object, {_got(new)}; keeping previous")
-    return False
-
-
-def _num_map(prev: Any, new: Any, path: str, warn: Warn) -> Any:
+def _num_map(prev: Any, new: Mapping[str, Any], path: str, warn: Warn) -> Any:
     """An open object of name -> number (``importance.weights``); merges per entry."""
-    if not _is_object(new, path, warn):
-        return prev
     merged = dict(prev)
     for key, item in new.items():
         if _is_number(item):
@@ -262,12 +241,10 @@ def _num_map(prev: Any, new: Any, path: str, warn: Warn) -> Any:
     return merged
 
 
-def _category_classes(prev: Any, new: Any, path: str, warn: Warn) -> Any:
+def _category_classes(prev: Any, new: Mapping[str, Any], path: str, warn: Warn) -> Any:
     """``recall.categoryMatch.classes``: ``{name: {label, words[]}}``, at most 32 classes
     of at most 64 words. Classes merge per name (a layer can add a class or replace
     one class's words without restating the other five); ``words: []`` disables one."""
-    if not _is_object(new, path, warn):
-        return prev
     merged: dict[str, Any] = copy.deepcopy(dict(prev))
     for name, entry in new.items():
         where = f"{path}.{name}"
@@ -309,9 +286,9 @@ _CHECKS: Final[dict[str, Callable[[Rule, Any, str], Checked]]] = {
     Special.TIMEZONE.name: _timezone,
     Special.NON_BLANK.name: _str,
     Special.ID_LIST.name: _id_list,
-    Special.ALWAYS_FALSE.name: _false,
+    Special.ALWAYS_FALSE.name: _bool,
 }
-_MERGES: Final[dict[str, Callable[[Any, Any, str, Warn], Any]]] = {
+_MERGES: Final[dict[str, Callable[[Any, Mapping[str, Any], str, Warn], Any]]] = {
     "num map": _num_map,
     "category classes": _category_classes,
 }
@@ -324,19 +301,13 @@ def _rule_for(field: FieldInfo, path: str) -> Rule:
         return Rule(special.name)
     kind, args = field.annotation, get_args(field.annotation)
     bound = next((meta for meta in field.metadata if isinstance(meta, Range)), Range())
-    if kind is bool:
-        return Rule("bool")
+    if kind in (bool, str):
+        return Rule(kind.__name__)
     if kind is int:
-        lo, hi = bound.lo, bound.hi
-        return Rule(
-            "int",
-            -MAX_SAFE_INTEGER if lo is None else int(lo),
-            MAX_SAFE_INTEGER if hi is None else int(hi),
-        )
+        lo = -MAX_SAFE_INTEGER if bound.lo is None else int(bound.lo)
+        return Rule("int", lo, MAX_SAFE_INTEGER if bound.hi is None else int(bound.hi))
     if kind is float:
         return Rule("float", bound.lo, bound.hi, bound.lo_open)
-    if kind is str:
-        return Rule("str")
     if get_origin(kind) is Literal:
         return Rule("enum", values=args)
     if get_origin(kind) is tuple:
@@ -375,12 +346,10 @@ def clean_layer(
     schema: Mapping[str, Any] = SCHEMA,
     prefix: str = "",
 ) -> dict[str, Any]:
-    """One (forbidden-key-stripped) layer cleaned against the merged layers ``below`` it.
-
-    The result deep-merges onto ``below``: a rejected value leaves its key out (or at the
-    value below), a clamped one is replaced, a section that is not an object is dropped.
-    Unknown keys pass through verbatim and their paths are appended to ``unknown``.
-    """
+    """One (forbidden-key-stripped) layer cleaned against the merged layers ``below`` it,
+    to deep-merge onto them: a rejected value keeps the value below, a clamped one is
+    replaced, a section that is not an object is dropped. Unknown keys pass verbatim and
+    their paths are appended to ``unknown``."""
     out: dict[str, Any] = {}
     for key, value in layer.items():
         path = f"{prefix}{key}"
@@ -401,31 +370,24 @@ def clean_layer(
 def cross_check(acc: dict[str, Any], warn: Warn) -> None:
     """Rules that involve more than one key, run once on the fully merged config."""
     for section in ("importance", "keywords"):
-        bounds = acc[section]
-        if bounds["min"] > bounds["max"]:
-            warn(
-                f"{section}.min {describe(bounds['min'])} > {section}.max "
-                f"{describe(bounds['max'])}; swapped"
-            )
-            bounds["min"], bounds["max"] = bounds["max"], bounds["min"]
+        lo, hi = acc[section]["min"], acc[section]["max"]
+        if lo > hi:
+            warn(f"{section}.min {describe(lo)} > {section}.max {describe(hi)}; swapped")
+            acc[section].update(min=hi, max=lo)
     compress = acc["compress"]
-    if compress["releaseFloorEnabled"] and (
-        compress["releaseTargetPercent"] >= compress["triggerPercent"]
-    ):
+    target, trigger = compress["releaseTargetPercent"], compress["triggerPercent"]
+    if compress["releaseFloorEnabled"] and target >= trigger:
         warn(
-            f"compress.releaseTargetPercent {describe(compress['releaseTargetPercent'])} is not "
-            f"below compress.triggerPercent {describe(compress['triggerPercent'])}; "
-            "the archive release floor is disabled"
+            f"compress.releaseTargetPercent {describe(target)} is not below "
+            f"compress.triggerPercent {describe(trigger)}; the archive release floor is disabled"
         )
     time = acc["time"]
-    if time["minRangeDays"] < 3:
-        warn(f"time.minRangeDays {time['minRangeDays']} is below the recommended 3 days")
-    if time["maxRangeDays"] < time["minRangeDays"]:
-        warn(
-            f"time.maxRangeDays {time['maxRangeDays']} < time.minRangeDays "
-            f"{time['minRangeDays']}; raised to {time['minRangeDays']}"
-        )
-        time["maxRangeDays"] = time["minRangeDays"]
+    lo, hi = time["minRangeDays"], time["maxRangeDays"]
+    if lo < 3:
+        warn(f"time.minRangeDays {lo} is below the recommended 3 days")
+    if hi < lo:
+        warn(f"time.maxRangeDays {hi} < time.minRangeDays {lo}; raised to {lo}")
+        time["maxRangeDays"] = lo
     if not acc["compat"]["crossChat"]["ownerOnly"]:
         warn(
             "compat.crossChat.ownerOnly is false: any QQ private chat can read group "
@@ -449,11 +411,9 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
 def validate_tree(
     tree: Mapping[str, Any], *, source: str = "config"
 ) -> tuple[dict[str, Any], list[str]]:
-    """Validate a single config tree over the engine defaults.
-
-    Convenience for callers holding one dict (tests, tools); the daemon goes through
-    :func:`engine.config.layers.build_config`, which also strips forbidden keys.
-    """
+    """One config tree validated over the engine defaults, for callers holding one dict
+    (tests, tools); the daemon's :func:`engine.config.layers.build_config` also strips
+    forbidden keys."""
     warnings: list[str] = []
     patch = clean_layer(ENGINE_DEFAULTS, tree, lambda msg: warnings.append(f"{source}: {msg}"))
     acc = deep_merge(ENGINE_DEFAULTS, patch)

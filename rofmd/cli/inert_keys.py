@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.config import env_overrides, read_config_file
-from engine.config.layers import LOCAL_CONFIG_NAME, USER_CONFIG_NAME
+from engine.config.layers import ENV_SOURCE, LOCAL_CONFIG_NAME, USER_CONFIG_NAME
 
 __all__ = ["INERT_KEYS", "inert_keys_set", "user_layers"]
 
@@ -49,7 +49,7 @@ def user_layers(
                 layers.append((str(path), tree))
     env_layer, used, _ = env_overrides(environ)
     if used:
-        layers.append(("environment", env_layer))
+        layers.append((ENV_SOURCE, env_layer))
     return layers
 
 
