@@ -50,6 +50,7 @@ from typing_extensions import TypedDict
 
 from engine.store import safe_session_id
 from handlers.errors import HandlerError, invalid_params
+from handlers.validated_once import recalled
 
 # ---- limits (README "Input limits") --------------------------------------------------
 
@@ -489,7 +490,9 @@ def field_errors(exc: ValidationError) -> list[dict[str, Any]]:
 
 
 def parse_params(model: type[M], raw: Any) -> M:
-    """Validate raw params or raise -32602 listing each field problem."""
+    """Validate raw params or raise -32602 listing each field problem. A model's
+    ``remembered`` lists (``handlers.validated_once.recalled``) are looked up once, and
+    their remembered values skip the shape check."""
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -498,13 +501,14 @@ def parse_params(model: type[M], raw: Any) -> M:
             "invalid params",
             {"errors": [{"field": "params", "message": "params must be an object"}]},
         )
-    shape = json_shape_errors(raw)
-    if shape:
-        raise invalid_params(shape)
-    try:
-        return model.model_validate(raw)
-    except ValidationError as exc:
-        raise invalid_params(field_errors(exc)) from None
+    with recalled(getattr(model, "remembered", {}), raw) as unchecked:
+        shape = json_shape_errors(unchecked)
+        if shape:
+            raise invalid_params(shape)
+        try:
+            return model.model_validate(raw)
+        except ValidationError as exc:
+            raise invalid_params(field_errors(exc)) from None
 
 
 __all__ = [

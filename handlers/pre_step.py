@@ -40,7 +40,7 @@ import os
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import anyio
 import structlog
@@ -118,21 +118,27 @@ class ContextInfo(Wire):
 
 KNOWN_SURFACE_NODES = ValidatedOnce()
 """Surface nodes already validated (``handlers.validated_once``): the host re-sends them
-with every pre-step."""
+with every pre-step. Used by `PreStepParams.surface` alone: a node it remembers passed the
+shape check at that very place, which is why ``parse_params`` skips it there."""
 
 
 class PreStepParams(Wire):
     """`agent/pre-step` params; each surface node is checked against `SurfaceNodeShape`
-    (once per distinct node: ``KNOWN_SURFACE_NODES``)."""
+    (once per distinct node: ``KNOWN_SURFACE_NODES``; the surface is looked up there as
+    a whole, ``ValidatedOnce.each``)."""
 
     session: Session
     turn: SafeInt = 0
     step: SafeInt | None = None
     messages: list[Any] = Field(default_factory=list, max_length=MAX_NODES)
     context: ContextInfo | None = None
-    surface: list[Annotated[SurfaceNode, WrapValidator(KNOWN_SURFACE_NODES)]] = Field(
-        default_factory=list, max_length=MAX_NODES
-    )
+    surface: Annotated[
+        list[Annotated[SurfaceNode, WrapValidator(KNOWN_SURFACE_NODES)]],
+        WrapValidator(KNOWN_SURFACE_NODES.each(MAX_NODES)),
+    ] = Field(default_factory=list, max_length=MAX_NODES)
+
+    remembered: ClassVar[Mapping[str, ValidatedOnce]] = {"surface": KNOWN_SURFACE_NODES}
+    """Lists looked up in their memory once per request (``handlers.params.parse_params``)."""
 
 
 class ArchiveCommitParams(Wire):

@@ -19,6 +19,13 @@ around its validation): their Python form is exactly what their bytes say. A val
 in Python may hold what JSON cannot tell apart (a tuple for a list, NaN written as
 ``null``), so it is always validated.
 
+A list of such values (the surface) is looked up as a whole (:meth:`ValidatedOnce.each`):
+one JSON encoding and one dictionary look-up per value, no validator call per value;
+only the values not remembered go through pydantic (with their per-value memory). The
+look-up is made once per request: :func:`recalled` makes it for the shape check of
+``handlers.params.parse_params`` (a remembered value passed that check before, at the
+same place) and hands it on to the list's validator.
+
 The memory holds at most :data:`MAX_BYTES` of JSON, least recently used first out, and
 is emptied with the engine's memo caches when the daemon gives memory back
 (:func:`forget_all`, ``rofmd.server.memory_release``): it refills with the next requests.
@@ -28,14 +35,16 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
-__all__ = ["MAX_BYTES", "ValidatedOnce", "forget_all", "json_values"]
+__all__ = ["MAX_BYTES", "Recalled", "ValidatedOnce", "forget_all", "json_values", "recalled"]
 
 MAX_BYTES = 4 * 1024 * 1024
 """JSON bytes remembered per kind of value: the surfaces of eight sessions at a 128k-token
@@ -55,6 +64,53 @@ def json_values() -> Iterator[None]:
 
 
 _ALL: weakref.WeakSet[ValidatedOnce] = weakref.WeakSet()
+
+UNKNOWN: Any = object()
+"""A value the memory does not hold (:attr:`Recalled.found`)."""
+
+
+@dataclass(slots=True)
+class Recalled:
+    """One look-up of a list of values: per value what the memory holds for it
+    (:data:`UNKNOWN`, None: valid as it is, or the JSON of its validated form)."""
+
+    values: list[Any]
+    found: list[Any]
+
+    def shape_view(self) -> list[Any]:
+        """The list as the shape check still has to see it: remembered values passed it
+        before, at this very place, and stand as ``None``."""
+        return [v if f is UNKNOWN else None for v, f in zip(self.values, self.found, strict=True)]
+
+
+_RECALLED: ContextVar[dict[int, Recalled] | None] = ContextVar("rofmd_recalled", default=None)
+"""The look-ups of this validation, by memory (``id``), for :meth:`ValidatedOnce.each`."""
+
+
+@contextmanager
+def recalled(fields: Mapping[str, ValidatedOnce], raw: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Look up the lists ``raw[name]`` in their memories ``fields[name]`` once; yields
+    ``raw`` as the shape check must see it (:meth:`Recalled.shape_view`), and lets the
+    lists' validators inside this block use the same look-ups. Outside
+    :func:`json_values`, or for a list not there, nothing changes."""
+    if not _FROM_JSON.get() or not fields:
+        yield raw
+        return
+    found: dict[int, Recalled] = {}
+    view = raw
+    for name, memo in fields.items():
+        values = raw.get(name)
+        if type(values) is list:
+            rec = memo.recall(values)
+            found[id(memo)] = rec
+            if view is raw:
+                view = dict(raw)
+            view[name] = rec.shape_view()
+    token = _RECALLED.set(found)
+    try:
+        yield view
+    finally:
+        _RECALLED.reset(token)
 
 
 def forget_all() -> int:
@@ -103,6 +159,59 @@ class ValidatedOnce:
             return out
         self._remember(key, None if result == key else result)
         return out
+
+    def recall(self, values: list[Any]) -> Recalled:
+        """What the memory holds for each of ``values``; those it holds become its most
+        recently used (hits are counted by the validator that uses them)."""
+        found: list[Any] = []
+        seen = self._seen
+        with self._lock:
+            for value in values:
+                try:
+                    key = orjson.dumps(value)
+                except TypeError:
+                    found.append(UNKNOWN)
+                    continue
+                # looked up while its bytes are fresh in the cache: the look-up compares
+                # them with the remembered ones (the surface: 500 KB of each)
+                validated = seen.pop(key, UNKNOWN)
+                if validated is not UNKNOWN:
+                    seen[key] = validated
+                found.append(validated)
+        return Recalled(values, found)
+
+    def each(self, max_items: int) -> Callable[[Any, Callable[[Any], Any]], Any]:
+        """A wrap validator for a list of values each validated by this memory (the
+        items' own ``WrapValidator(self)``): remembered values are taken as they are (or
+        as a fresh decoding of their validated form), the others validated together;
+        should any of them fail, the whole list is validated again, so the errors (and
+        their indices) are the validator's own. ``max_items``: the list's own bound, a
+        longer list is always handed to the validator."""
+
+        def validate(value: Any, handler: Callable[[Any], Any]) -> Any:
+            if not _FROM_JSON.get() or type(value) is not list or len(value) > max_items:
+                return handler(value)
+            pending = _RECALLED.get()
+            rec = pending.get(id(self)) if pending is not None else None
+            if rec is None or rec.values is not value:
+                rec = self.recall(value)
+            out = list(value)
+            missing = [i for i, f in enumerate(rec.found) if f is UNKNOWN]
+            if missing:
+                try:
+                    fresh = handler([value[i] for i in missing])
+                except ValidationError:
+                    return handler(value)
+                for i, v in zip(missing, fresh, strict=True):
+                    out[i] = v
+            with self._lock:
+                self.hits += len(value) - len(missing)
+            for i, f in enumerate(rec.found):
+                if f is not UNKNOWN and f is not None:
+                    out[i] = orjson.loads(f)
+            return out
+
+        return validate
 
     def _remember(self, key: bytes, validated: bytes | None) -> None:
         size = len(key) + (len(validated) if validated is not None else 0)
