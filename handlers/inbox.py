@@ -10,8 +10,9 @@ run a second round). Hosts without the `systemPrompt` capability get no recall b
 `memory_recall`: its consecutive-miss strikes reset (§1.3 "下一条真实用户消息恢复工具").
 
 The round runs in a worker thread (index build on a new index version, selection,
-reading the picked folders, recall-state.json v3, telemetry) inside the commit
-guard: once it starts it finishes. A changed block asks for a new request series.
+reading the picked folders (each rendered once: `engine.recall.render_cache`), the
+recall state committed (a line of its log: `engine.recall.state_log`), telemetry)
+inside the commit guard: once it starts it finishes. A changed block asks for a new request series.
 
 Answer: `{"recalled": ["mem-…"], "sections": Sections, "startsRequestSeries": bool,
 "warnings": []}`.

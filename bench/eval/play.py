@@ -64,6 +64,8 @@ from bench.eval.lexicon import LEXICONS
 from engine.archive.tokens import MESSAGE_OVERHEAD, estimate_text_tokens
 from engine.config import deep_merge
 from engine.keywords import extract_keywords, keyword_matches
+from engine.recall.state import peek_state_file
+from engine.recall.state_log import log_path
 from engine.store import safe_session_id
 from rofmd.host.client import RofmdClient, RpcError
 from rofmd.host.hostsim import HostSim, Node
@@ -304,22 +306,32 @@ class _Player:
 
     def _block_ids(self) -> tuple[str, ...]:
         """The folders in the block, from the recall state the round has just saved."""
-        path = self.dir / "recall-state.json"
-        if not path.is_file():
-            return ()
-        ids = orjson.loads(path.read_bytes()).get("ids")
-        return tuple(str(i) for i in ids) if isinstance(ids, list) else ()
+        # the snapshot and its log (engine.recall.state_log), as the daemon reads them
+        return tuple(peek_state_file(self.dir / "recall-state.json").ids())
 
-    async def _rejoin(self, now_ms: int, state: bytes | None, block: str) -> None:
-        """Dispose the session, set its recall-state file, let the next pre-step reload it;
-        the reloaded session must show ``block``."""
+    def _state_files(self) -> tuple[Path, Path]:
+        path = self.dir / "recall-state.json"
+        return path, log_path(path)
+
+    def _saved_state(self) -> tuple[bytes | None, bytes | None] | None:
+        """The recall-state files as they are now (None: no state yet)."""
+        path, log = self._state_files()
+        if not path.is_file():
+            return None
+        return path.read_bytes(), (log.read_bytes() if log.is_file() else None)
+
+    async def _rejoin(
+        self, now_ms: int, state: tuple[bytes | None, bytes | None] | None, block: str
+    ) -> None:
+        """Dispose the session, set its recall-state files, let the next pre-step reload
+        it; the reloaded session must show ``block``."""
         await self.client.notify("agent/disposed", {"session": self.session})
         await self.client.ping(self.session["id"])  # same lane: the disposal has run
-        path = self.dir / "recall-state.json"
-        if state is None:
-            path.unlink(missing_ok=True)
-        else:
-            path.write_bytes(state)
+        for file, data in zip(self._state_files(), state or (None, None), strict=True):
+            if data is None:
+                file.unlink(missing_ok=True)
+            else:
+                file.write_bytes(data)
         step = await self.sim.pre_step(now_ms)
         if step.compaction:
             raise EvalError(f"{self.conv.id}: a replayed pre-step archived again")
@@ -327,8 +339,7 @@ class _Player:
             raise EvalError(f"{self.conv.id}: the reloaded session shows another recall block")
 
     async def ask(self, questions: list[Question], bm25: Bm25, start_ms: int) -> None:
-        path = self.dir / "recall-state.json"
-        saved = path.read_bytes() if path.is_file() else None
+        saved = self._saved_state()
         saved_block = self.sim.sections.get(RECALL_SECTION, "")
         now = start_ms
         for q in questions:

@@ -56,6 +56,7 @@ from engine.texts import (
 )
 
 __all__ = [
+    "IMAGE_MARK",
     "block_header",
     "entry_heading",
     "expand_images",
@@ -68,6 +69,8 @@ __all__ = [
     "sort_key",
 ]
 
+IMAGE_MARK = "[图片"
+"""How every image placeholder begins: a text without it has none to expand."""
 # `[图片:(name)]` in either full- or half-width punctuation (the archive writes one form).
 _IMAGE = re.compile(r"\[图片([:：])\s*([(（])([^()（）,，\]\n]+?)([)）])\]")
 

@@ -48,7 +48,7 @@ from engine.archive.tokens import estimate_text_tokens
 from engine.config import MemoryConfig, fingerprint
 from engine.config.fingerprint import canonical_json
 from engine.recall.assistant_said import current_request
-from engine.recall.block import heading_date, message_text, render_body
+from engine.recall.block import IMAGE_MARK, heading_date, message_text, render_body
 from engine.recall.candidates import CandidateIndex, Matches, index_params
 from engine.recall.dates import resolve_timezone
 from engine.recall.fair import HIGH_LANES, LANES, Pick, Selection
@@ -56,6 +56,7 @@ from engine.recall.hops import HOP_LANE
 from engine.recall.legacy import select_legacy
 from engine.recall.query import Query, effective_quota, restricted
 from engine.recall.ranked import FALLBACK_LANE, RANKED_LANE
+from engine.recall.render_cache import RenderCache, RenderedEntry
 from engine.recall.select import ASSISTANT_LANE, RoundSelection, select_round
 from engine.recall.state import Addition, Lanes, RecallState
 from engine.recall.tags import mention_filter
@@ -132,6 +133,17 @@ def _image_resolver(store: SessionStore) -> Callable[[str], Path | None]:
     return resolve
 
 
+def _render_settings(cfg: MemoryConfig) -> tuple[Any, ...]:
+    """What a rendered entry depends on besides its folder (`engine.recall.render_cache`)."""
+    return (
+        cfg.time.timezone,
+        cfg.time.mode == "off",
+        cfg.recall.compute_dates,
+        cfg.recall.show_tags,
+        cfg.time_tag.week_start,
+    )
+
+
 def load_addition(
     store: SessionStore,
     fid: str,
@@ -141,9 +153,34 @@ def load_addition(
     lane: str = "",
     turn: int = 0,
     round_: int = 0,
+    cache: RenderCache | None = None,
 ) -> Addition | CorruptFolder | None:
     """Read one folder and render its entry; None when it is not in the index (gone),
-    a `CorruptFolder` when it cannot be read (the caller reports it)."""
+    a `CorruptFolder` when it cannot be read (the caller reports it). With a `cache`, a
+    folder rendered before from the same index entry is not read again."""
+    settings = _render_settings(cfg)
+    source: object = None
+    if cache is not None:
+        try:
+            source = store.get_entry(fid)
+        except FolderNotFoundError:
+            return None
+        kept = cache.get(fid, source, settings)
+        if kept is not None:
+            return Addition(
+                id=fid,
+                alpha=kept.alpha,
+                beta=kept.beta,
+                created_at_ms=kept.created_at_ms,
+                generation=generation,
+                injected_turn=turn,
+                injected_round=round_,
+                lane=lane,
+                keywords=list(kept.keywords),
+                date=kept.date,
+                body=kept.body,
+                messages=list(kept.messages),
+            )
     try:
         meta = store.get_meta(fid)
         raw = store.read_context(fid)
@@ -187,7 +224,7 @@ def load_addition(
         date = heading_date(meta.createdAt, None, None, [], tz, compute)
     else:
         date = heading_date(meta.createdAt, meta.eventStart, meta.eventEnd, times, tz, compute)
-    return Addition(
+    addition = Addition(
         id=fid,
         alpha=float(meta.alpha),
         beta=float(meta.beta),
@@ -201,6 +238,22 @@ def load_addition(
         body=body,
         messages=messages,
     )
+    if cache is not None and not any(IMAGE_MARK in m["content"] for m in messages):
+        cache.put(
+            fid,
+            RenderedEntry(
+                source,
+                settings,
+                addition.alpha,
+                addition.beta,
+                addition.created_at_ms,
+                tuple(addition.keywords),
+                date,
+                body,
+                tuple(messages),
+            ),
+        )
+    return addition
 
 
 def prepare_state(state: RecallState, store: SessionStore, cfg: MemoryConfig) -> Prepared:
@@ -416,7 +469,14 @@ def run_round(
                 add.generation, add.lane = p.generation, p.lane
         elif store is not None:
             add = load_addition(
-                store, p.id, cfg, generation=p.generation, lane=p.lane, turn=turn, round_=t
+                store,
+                p.id,
+                cfg,
+                generation=p.generation,
+                lane=p.lane,
+                turn=turn,
+                round_=t,
+                cache=state.render_cache,
             )
         else:
             add = None

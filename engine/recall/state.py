@@ -24,6 +24,13 @@ additions, no lanes) restore the block and reset lanes and ledger (bounded
 duplicates, never loss); v1 files (ids only) are rebuilt from the folders still
 present (see `engine.recall.round.rebuild_from_ids`).
 
+The file is a snapshot: each save after it appends what changed to
+`recall-state.log.jsonl` beside it, and a new snapshot retires the log now and then
+(`engine.recall.state_log`: what survives a crash is the state of the last committed
+save, or of the one before it when the crash was mid-write, never a mix). Every reader
+here reads both; a tool that rewrites the file folds the log into it first
+(:func:`fold_state_log`).
+
 :class:`RecallState` implements `engine.recall_view.RecallBlockView` for re-archive.
 """
 
@@ -36,9 +43,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from engine import jsonio
-from engine.jsonio import CorruptJSONError, read_json, write_json_atomic
+from engine.jsonio import (
+    CorruptJSONError,
+    append_jsonl,
+    dumps_json,
+    read_json,
+    write_bytes_atomic,
+)
 from engine.recall.block import block_header, entry_heading, render_entries
+from engine.recall.render_cache import RenderCache
+from engine.recall.state_log import MAX_RECORDS, encode_record, log_path, replay
 from engine.texts import (
     RECALL_CLAUSE_ELLIPSIS,
     RECALL_CLAUSE_FOUND,
@@ -59,6 +76,7 @@ __all__ = [
     "Lanes",
     "RecallState",
     "clause_status_line",
+    "fold_state_log",
     "load_state_file",
     "peek_state_file",
     "read_state_file",
@@ -112,6 +130,10 @@ class Addition:
     number: int = 1
     # ranked mode: the last round whose message this memory was relevant to
     needed_round: int = 0
+    # the last entry text made and what it was made from (a round asks for it many times)
+    _entry: tuple[tuple[Any, ...], str] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     @property
     def created_at(self) -> str:
@@ -120,8 +142,22 @@ class Addition:
         return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{self.created_at_ms % 1000:03d}Z"
 
     def entry(self, n: int) -> str:
+        key = (
+            n,
+            self.date,
+            self.alpha,
+            self.beta,
+            self.generation,
+            tuple(self.keywords),
+            self.body,
+        )
+        made = self._entry
+        if made is not None and made[0] == key:
+            return made[1]
         head = entry_heading(n, self.date, self.alpha, self.beta, self.generation, self.keywords)
-        return f"{head}\n{self.body}" if self.body else head
+        text = f"{head}\n{self.body}" if self.body else head
+        self._entry = (key, text)
+        return text
 
     @property
     def text(self) -> str:
@@ -229,6 +265,28 @@ _COUNTERS = (
 )
 
 
+@dataclass(slots=True)
+class LogState:
+    """Where the state's files stand (`engine.recall.state_log`): the snapshot's base,
+    the highest base seen, the lines of this base in the log and its size, the
+    snapshot's size, and the document the last save committed (None: the next save
+    writes a snapshot)."""
+
+    base: int = 0
+    top: int = 0
+    records: int = 0
+    log_bytes: int = 0
+    snapshot_bytes: int = 0
+    written: dict[str, Any] | None = None
+
+    def appendable(self) -> bool:
+        return (
+            self.written is not None
+            and self.records < MAX_RECORDS
+            and self.log_bytes <= 2 * self.snapshot_bytes
+        )
+
+
 @dataclass
 class RecallState:
     """The recall block of one session and everything selection remembers."""
@@ -259,6 +317,10 @@ class RecallState:
     no line: the empty hint, when on, says it all)."""
     loaded_version: int = 0
     pending_v1_ids: list[str] = field(default_factory=list)
+    render_cache: RenderCache = field(default_factory=RenderCache, repr=False, compare=False)
+    """Entries rendered in earlier rounds (`engine.recall.render_cache`); not persisted."""
+    log_state: LogState = field(default_factory=LogState, repr=False, compare=False)
+    """How the next save writes (`engine.recall.state_log`); not part of the state."""
 
     # -- block ---------------------------------------------------------------
     def render(self) -> str:
@@ -318,7 +380,7 @@ class RecallState:
             raise TypeError("not a recall-state snapshot")
         other = RecallState.from_json(copy.deepcopy(snapshot), path=self.path, persist=self.persist)
         for name in self.__dataclass_fields__:
-            if name not in ("path", "persist"):
+            if name not in ("path", "persist", "render_cache", "log_state"):
                 setattr(self, name, getattr(other, name))
         self.save()
 
@@ -374,7 +436,7 @@ class RecallState:
             "degraded": self.degraded,
             "currentIds": [a.id for a in self.additions if a.current_query],
             "messageIds": list(self.message_ids),
-            "queryInfo": self.query_info,
+            "queryInfo": copy.deepcopy(self.query_info),
             "render": {
                 "sort": self.sort,
                 "computeDates": self.compute_dates,
@@ -449,10 +511,40 @@ class RecallState:
         return state
 
     def save(self) -> None:
-        """Write the v3 document atomically (when `recall.persistInjected`)."""
+        """Commit the state durably (when `recall.persistInjected`): one line appended to
+        the log, or a new snapshot when the log is due (`engine.recall.state_log`)."""
         if self.path is None or not self.persist:
             return
-        write_json_atomic(self.path, self.to_json())
+        doc = self.to_json()
+        log = self.log_state
+        if log.appendable():
+            assert log.written is not None
+            record = encode_record(log.written, doc, log.base, log.records + 1)
+            line = orjson.dumps(record)
+            log.written = None  # until the line is durable, only a snapshot is safe
+            append_jsonl(log_path(self.path), record)
+            log.records += 1
+            log.log_bytes += len(line) + 1
+            log.written = doc
+            return
+        _write_snapshot(self.path, doc, log)
+
+
+def _write_snapshot(path: Path, doc: dict[str, Any], log: LogState) -> None:
+    """Replace the snapshot with `doc` under a base no line of the log has, then drop the
+    log (its lines are retired by the base alone; removing it only saves the space)."""
+    base = log.top + 1
+    data = dumps_json({**doc, "logBase": base})
+    log.written = None
+    write_bytes_atomic(path, data)
+    log.base = log.top = base
+    log.records = log.log_bytes = 0
+    log.snapshot_bytes = len(data)
+    log.written = doc
+    try:
+        jsonio.fs.unlink(log_path(path))
+    except OSError:
+        log.log_bytes = 2 * len(data) + 1  # still there: the next save writes a snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -495,10 +587,64 @@ def _keep_aside(path: Path, reason: str) -> DiscardedState:
     return DiscardedState(reason, None, f"{_KEEP_ATTEMPTS} kept copies of that time exist")
 
 
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """A state file as read: the document its snapshot and log commit, and the log."""
+
+    doc: Any
+    log: LogState
+
+
+def _read_document(path: Path) -> _Read:
+    """The committed document of `path` and its log (module `engine.recall.state_log`).
+    Raises ``FileNotFoundError`` (no snapshot; the log still names the bases it used)
+    and ``CorruptJSONError`` like :func:`engine.jsonio.read_json`."""
+    try:
+        data = log_path(path).read_bytes()
+    except FileNotFoundError:
+        data = b""
+    try:
+        doc = read_json(path)
+    except FileNotFoundError as exc:
+        top = replay({}, data, -1)[3] if data else 0
+        raise _NoSnapshot(LogState(top=max(0, top))) from exc
+    try:
+        size = path.stat().st_size  # (a heuristic: when the log is due for a snapshot)
+    except OSError:
+        size = 0
+    log = LogState(snapshot_bytes=size)
+    if not isinstance(doc, dict):
+        return _Read(doc, log)
+    base = doc.pop("logBase", 0)
+    base = base if isinstance(base, int) and not isinstance(base, bool) else 0
+    doc, applied, clean, top = replay(doc, data, base)
+    log.base, log.top, log.records, log.log_bytes = base, top, applied, len(data)
+    if not clean:
+        log.log_bytes = 2 * size + 1  # never append after a line a reader stops at
+    return _Read(doc, log)
+
+
+class _NoSnapshot(FileNotFoundError):
+    def __init__(self, log: LogState) -> None:
+        super().__init__("no recall-state snapshot")
+        self.log = log
+
+
+def _state_of(read: _Read, path: Path | None, persist: bool) -> RecallState:
+    state = RecallState.from_json(read.doc, path=path, persist=persist)
+    log = read.log
+    if isinstance(read.doc, dict) and log.log_bytes <= 2 * log.snapshot_bytes:
+        # the next line is a change from what a reader rebuilds: only when that is what
+        # this state writes (a document this code wrote) may it refer to it
+        log.written = read.doc if state.to_json() == read.doc else None
+    state.log_state = log
+    return state
+
+
 def read_state_file(
     path: Path, *, persist: bool = True
 ) -> tuple[RecallState, DiscardedState | None]:
-    """Read `recall-state.json`: the state, and what was discarded.
+    """Read `recall-state.json` and its log: the state, and what was discarded.
 
     Missing gives an empty state and no discard (a session that never recalled). An
     unusable content gives an empty state too, after the file was moved aside (module
@@ -507,16 +653,30 @@ def read_state_file(
     not damaged content, and nothing may write over it.
     """
     try:
-        doc = read_json(path)
-    except FileNotFoundError:
-        return RecallState(path=path, persist=persist), None
+        read = _read_document(path)
+    except _NoSnapshot as missing:
+        state = RecallState(path=path, persist=persist)
+        state.log_state = missing.log
+        return state, None
     except CorruptJSONError as exc:
         reason = f"not JSON: {exc.reason}"
     else:
-        if isinstance(doc, dict | list):
-            return RecallState.from_json(doc, path=path, persist=persist), None
+        if isinstance(read.doc, dict | list):
+            return _state_of(read, path, persist), None
         reason = "not a JSON object"
-    return RecallState(path=path, persist=persist), _keep_aside(path, reason)
+    state = RecallState(path=path, persist=persist)
+    kept = _keep_aside(path, reason)
+    state.log_state = LogState(top=_log_top(path))
+    return state, kept
+
+
+def _log_top(path: Path) -> int:
+    """The highest base the log beside `path` names (0: none)."""
+    try:
+        data = log_path(path).read_bytes()
+    except FileNotFoundError:
+        return 0
+    return max(0, replay({}, data, -1)[3])
 
 
 def peek_state_file(path: Path) -> RecallState:
@@ -524,13 +684,29 @@ def peek_state_file(path: Path) -> RecallState:
     search): missing or unusable content gives an empty state and the file stays where
     it is; the state has no path, so saving it is a no-op. An unreadable file raises."""
     try:
-        doc = read_json(path)
+        read = _read_document(path)
     except (FileNotFoundError, CorruptJSONError):
         return RecallState(persist=False)
-    return RecallState.from_json(doc, persist=False)
+    return RecallState.from_json(read.doc, persist=False)
 
 
 def load_state_file(path: Path, *, persist: bool = True) -> RecallState:
     """`read_state_file` for callers that have nobody to report a discard to (an
     unusable file is still moved aside; an unreadable one raises)."""
     return read_state_file(path, persist=persist)[0]
+
+
+def fold_state_log(path: Path) -> bool:
+    """Fold the log into a new snapshot and remove it, so `recall-state.json` alone holds
+    the state (a tool that rewrites that file: `engine.secrets.rewrite`). True when
+    there was a log; a missing or unusable snapshot is left as it is."""
+    if not log_path(path).exists():
+        return False
+    try:
+        read = _read_document(path)
+    except (FileNotFoundError, CorruptJSONError):
+        return False
+    if not isinstance(read.doc, dict):
+        return False
+    _write_snapshot(path, read.doc, read.log)
+    return True

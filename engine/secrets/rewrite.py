@@ -37,6 +37,7 @@ import orjson
 
 from engine import jsonio
 from engine.jsonio import dumps_json, read_json, write_bytes_atomic, write_json_atomic
+from engine.recall.state import fold_state_log
 from engine.secrets.redact import Mode
 from engine.secrets.store_scan import FolderScan, redact_json
 from engine.store.folders import context_document
@@ -166,6 +167,7 @@ def redact_session_files(paths: SessionPaths, mode: Mode, kinds: Counter[str]) -
     from the folders) is removed. Returns the names of the files changed."""
     changed: list[str] = []
     state = paths.recall_state
+    fold_state_log(state)  # its log's lines repeat folder text too: one file to redact
     if state.exists():
         try:
             doc = read_json(state)

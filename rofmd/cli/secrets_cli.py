@@ -61,6 +61,7 @@ def _scan_session(
     where: Where, sid: str, name: str, args: argparse.Namespace, mode: Mode
 ) -> dict[str, Any]:
     from engine.jsonio import read_json
+    from engine.recall.state_log import log_path as state_log_path
     from engine.secrets.store_scan import redact_json, scan_folder
     from engine.store import open_session_dir
 
@@ -75,7 +76,11 @@ def _scan_session(
             _progress(f"  {label}: {n}/{len(ids)} folders scanned")
     hits = [s for s in scans if s.has_secrets]
     files: Counter[str] = Counter()
-    for path in (store.paths.recall_state, store.paths.stats):
+    for path in (
+        store.paths.recall_state,
+        state_log_path(store.paths.recall_state),
+        store.paths.stats,
+    ):
         if not path.exists():
             continue
         found: Counter[str] = Counter()

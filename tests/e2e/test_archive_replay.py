@@ -53,6 +53,7 @@ from anyio.abc import SocketStream, TaskGroup
 
 from engine import jsonio
 from engine.jsonio import FsOps
+from engine.recall.state import peek_state_file
 from engine.store import FolderMeta, open_session, session_paths
 from handlers.app import App, Paths
 from handlers.archive_state import RECORD_NAME
@@ -535,8 +536,8 @@ def _surface(media: Path) -> Surface:
 
 
 def _recall_ids(root: Path) -> list[str]:
-    doc = orjson.loads(open_session(root, SID).paths.recall_state.read_bytes())
-    return [a["id"] for a in doc.get("additions", [])]
+    # the snapshot and its log, as the daemon reads them (engine.recall.state_log)
+    return peek_state_file(open_session(root, SID).paths.recall_state).ids()
 
 
 def _workspace(tmp_path: Path) -> tuple[Path, Path, Surface]:

@@ -18,6 +18,7 @@ import pytest
 
 from engine import texts
 from engine.recall.hygiene import HYGIENE_FILE
+from engine.recall.state import peek_state_file
 from tests.e2e.client import GATEWAY, gateway_conversation, session_dir
 from tests.e2e.client import Client as SharedClient
 from tests.e2e.harness import DaemonProcess, running_daemon, short_tmpdir
@@ -150,8 +151,8 @@ def test_a_deleted_memory_is_gone_from_disk_index_relevance_and_block(world: Wor
     # ranked recall (the relevance index) and the keyword index agree
     assert gateway not in c.recall_ids(sid)
     assert gateway not in c.ask(sid, "灰度比例是多少？接口网关")["recalled"]
-    state = orjson.loads((session / "recall-state.json").read_bytes())
-    assert gateway not in state["ids"] and GATEWAY[0] not in state["block"]
+    state = peek_state_file(session / "recall-state.json")  # with its log
+    assert gateway not in state.ids() and GATEWAY[0] not in state.block
 
 
 def test_pause_stops_injection_and_shows_in_status(world: World) -> None:

@@ -10,6 +10,8 @@ import orjson
 import pytest
 
 from engine import texts
+from engine.recall.state import peek_state_file
+from engine.recall.state_log import log_path
 from tests.e2e.client import GATEWAY, Client, gateway_conversation, session_dir
 from tests.e2e.harness import DaemonProcess, running_daemon
 
@@ -203,18 +205,22 @@ def test_pagination_writes_no_recall_state_in_fair_mode() -> None:
         gateway, others = archive_and_judge(d, c, sid)
         assert gateway in c.ask(sid, "星港项目的接口网关端口是多少？")["recalled"]
         path = session_dir(d, sid) / "recall-state.json"
-        before = path.read_bytes()
+
+        def files() -> tuple[bytes, bytes | None]:  # the snapshot and its log
+            log = log_path(path)
+            return path.read_bytes(), log.read_bytes() if log.exists() else None
+
+        before = files()
         pages = [c.recall(sid, keywords="配置文件", limit=1, offset=k)["value"] for k in (0, 1)]
         both = c.recall(sid, keywords="配置文件", limit=2, offset=0)["value"]
         assert pages[0]["ids"] + pages[1]["ids"] == both["ids"]
         assert pages[0]["ids"] != pages[1]["ids"]
-        assert path.read_bytes() == before
+        assert files() == before
         # the block is excluded from pages, the ledger is not
         assert c.recall(sid, keywords="接口网关", offset=0)["value"]["found"] == 0
         shown = c.recall(sid, keywords="配置文件", limit=2)["value"]["ids"]
         assert shown and set(shown) <= set(others)
-        after = orjson.loads(path.read_bytes())
-        assert set(shown) <= set(after["ledger"])
+        assert set(shown) <= set(peek_state_file(path).ledger)
         # unpaginated again: what was shown is not shown twice (G4), pages still see it
         again = c.recall(sid, keywords="配置文件", limit=2)["value"]["ids"]
         assert not set(again) & set(shown)
