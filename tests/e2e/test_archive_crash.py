@@ -5,6 +5,10 @@ between "request sent" and "answer written", restarts it on the same memory root
 replays the same pre-step (the host never got an answer, so it never replaced
 anything). After the restart every archived message is in exactly one folder or still
 on the surface, nothing is duplicated, and index.json equals the folders on disk.
+
+The 20 daemons are real, separate processes forked from one pre-imported interpreter
+(test_archive_replay's ``Daemons``): what is killed and restarted is `rofmd serve` on
+the same memory root either way, without paying the imports 20 times.
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ from typing import Any
 import orjson
 
 from tests.archive_fixtures import Surface
-from tests.e2e.harness import DaemonProcess, LineSocket, request_line, running_daemon, short_tmpdir
-from tests.e2e.test_archive_prestep import connect, params
+from tests.e2e.client import FULL_CAPS
+from tests.e2e.harness import LineSocket, request_line, short_tmpdir
+from tests.e2e.test_archive_prestep import params
+from tests.e2e.test_archive_replay import Daemons
 
 ROUNDS = 18
 
@@ -48,11 +54,18 @@ def _interrupted(base: Path, full: int) -> bool:
     )
 
 
-def _check(d: DaemonProcess, sid: str, p: dict[str, Any], full: int) -> bool:
+def _connect(d: Daemons) -> LineSocket:
+    c = LineSocket(d.socket_path)
+    r = c.call(0, "initialize", {"protocolVersion": 1, "capabilities": FULL_CAPS})
+    assert "result" in r, r
+    return c
+
+
+def _check(d: Daemons, sid: str, p: dict[str, Any], full: int) -> bool:
     """Replay and verify; returns whether the kill had interrupted the transaction."""
     base = d.memory_root / "sessions" / sid
     interrupted = _interrupted(base, full)
-    c = connect(d)
+    c = _connect(d)
     answer = c.call(1, "agent/pre-step", p)
     c.close()
     comp = answer["result"]["compaction"]
@@ -76,47 +89,39 @@ def test_sigkill_during_archive_commits() -> None:
     rng = random.Random(20261130)
     base = short_tmpdir()
     s = _surface()
+    d = Daemons(base)
+    # as tests.e2e.harness isolates a daemon: its own (absent) session logs and profile
+    d.env["ROFMD_SESSIONS_DIR"] = str(base / "sessions")
+    d.env["DSH_PROFILE_DIR"] = str(base / "dsh-profile")
     try:
         # calibrate: how long does one archiving pre-step take?
-        with running_daemon(base=base) as d:
-            c = connect(d)
-            t0 = time.monotonic()
-            first = c.call(1, "agent/pre-step", params(s, "calib", percent=90))
-            duration = time.monotonic() - t0
-            c.close()
-            assert len(first["result"]["compaction"]["folders"]) > 20
+        d.start()
+        c = _connect(d)
+        t0 = time.monotonic()
+        first = c.call(1, "agent/pre-step", params(s, "calib", percent=90))
+        duration = time.monotonic() - t0
+        c.close()
+        d.kill(signal.SIGTERM)
+        assert len(first["result"]["compaction"]["folders"]) > 20
         full = len(first["result"]["compaction"]["folders"])
         pending: tuple[str, dict[str, Any]] | None = None
         interrupted: list[bool] = []
         for i in range(ROUNDS + 1):
-            with running_daemon(base=base) as d:
-                if pending is not None:
-                    interrupted.append(_check(d, *pending, full))
-                if i == ROUNDS:
-                    break
-                sid = f"crash-{i}"
-                p = params(s, sid, percent=90)
-                sock = LineSocket(d.socket_path)
-                sock.call(
-                    0,
-                    "initialize",
-                    {
-                        "protocolVersion": 1,
-                        "capabilities": {
-                            "tokenMeter": True,
-                            "systemPrompt": True,
-                            "tools": True,
-                            "attachments": True,
-                        },
-                    },
-                )
-                sock.send(request_line(1, "agent/pre-step", p))
-                time.sleep(rng.uniform(0.0, duration * 1.3))
-                d.proc.send_signal(signal.SIGKILL)
-                d.proc.wait()
-                sock.close()
-                pending = (sid, p)
+            d.start()
+            if pending is not None:
+                interrupted.append(_check(d, *pending, full))
+            if i == ROUNDS:
+                break
+            sid = f"crash-{i}"
+            p = params(s, sid, percent=90)
+            sock = _connect(d)
+            sock.send(request_line(1, "agent/pre-step", p))
+            time.sleep(rng.uniform(0.0, duration * 1.3))
+            d.kill(signal.SIGKILL)  # and wait until it is gone
+            sock.close()
+            pending = (sid, p)
         # some kills landed in the middle of a commit (folders staged, or some published)
         assert any(interrupted), interrupted
     finally:
+        d.close()
         shutil.rmtree(base, ignore_errors=True)

@@ -706,6 +706,18 @@ def test_short_runs_of_other_seeds(seed: int) -> None:
 # ---- the minimal cases of the issue, pinned ---------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def pinned_daemon() -> Iterator[DaemonProcess]:
+    """One daemon for the pinned cases: each uses a session of its own and checks that
+    what it sends wrote nothing anywhere under the memory root."""
+    with running_daemon() as d:
+        yield d
+
+
+def _folders(d: DaemonProcess) -> set[Path]:
+    return set((d.memory_root / "sessions").glob("*/mem-*"))
+
+
 def archiving_pre_step(sid: str) -> dict[str, Any]:
     s = Surface()
     s.system()
@@ -727,46 +739,51 @@ def archiving_pre_step(sid: str) -> dict[str, Any]:
     ],
 )
 def test_minimal_frames_are_field_errors_and_write_nothing(
-    path: tuple[Any, ...], value: Any
+    pinned_daemon: DaemonProcess, path: tuple[Any, ...], value: Any
 ) -> None:
-    with running_daemon() as d:
-        c = LineSocket(d.socket_path)
-        c.call(0, "initialize", {"protocolVersion": 1, "capabilities": FULL_CAPS})
-        p = archiving_pre_step("minimal")
-        target: Any = p
-        for key in path[:-1]:
-            target = target[key]
-        target[path[-1]] = value
-        c.send(dumps({"jsonrpc": "2.0", "id": 1, "method": "agent/pre-step", "params": p}) + b"\n")
-        err = c.recv_json()["error"]
-        assert err["code"] == -32602, err
-        fields = [e["field"] for e in err["data"]["errors"]]
-        assert len(fields) == 1 and fields[0].startswith(".".join(map(str, path))), fields
-        assert not list((d.memory_root / "sessions").glob("*/mem-*"))
-        # the same pre-step with a good value archives
-        good = archiving_pre_step("minimal")
-        res = c.call(2, "agent/pre-step", good)["result"]
-        assert res["compaction"] is not None
-        assert d.proc.poll() is None
-        c.close()
+    d = pinned_daemon
+    sid = "minimal-" + "-".join(map(str, path))  # a fresh session for each case
+    c = LineSocket(d.socket_path)
+    c.call(0, "initialize", {"protocolVersion": 1, "capabilities": FULL_CAPS})
+    before = _folders(d)  # the other cases' folders: all answered, so all written
+    assert not list((d.memory_root / "sessions" / sid).glob("mem-*"))
+    p = archiving_pre_step(sid)
+    target: Any = p
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    c.send(dumps({"jsonrpc": "2.0", "id": 1, "method": "agent/pre-step", "params": p}) + b"\n")
+    err = c.recv_json()["error"]
+    assert err["code"] == -32602, err
+    fields = [e["field"] for e in err["data"]["errors"]]
+    assert len(fields) == 1 and fields[0].startswith(".".join(map(str, path))), fields
+    assert _folders(d) == before
+    # the same pre-step with a good value archives
+    good = archiving_pre_step(sid)
+    res = c.call(2, "agent/pre-step", good)["result"]
+    assert res["compaction"] is not None
+    assert d.proc.poll() is None
+    c.close()
 
 
-def test_judge_updates_that_only_a_lax_parser_reads_are_a_tool_error() -> None:
-    with running_daemon() as d:
-        c = LineSocket(d.socket_path)
-        c.call(0, "initialize", {"protocolVersion": 1, "capabilities": FULL_CAPS})
-        comp = c.call(1, "agent/pre-step", archiving_pre_step("judge"))["result"]["compaction"]
-        fid = comp["folders"][0]
-        for i, updates in enumerate(
-            [
-                f'[{{"id": "{fid}", "alpha": {"9" * 400}}}]',
-                f'[{{"id": "{fid}", "alpha": NaN}}]',
-                "[" * 3000 + "]" * 3000,
-            ]
-        ):
-            args = {"updates": updates}
-            params = {"session": {"id": "judge"}, "name": "memory_judge", "arguments": args}
-            res = c.call(10 + i, "tools/call", params)["result"]
-            assert res["isError"] is True, res
-        assert d.proc.poll() is None
-        c.close()
+def test_judge_updates_that_only_a_lax_parser_reads_are_a_tool_error(
+    pinned_daemon: DaemonProcess,
+) -> None:
+    d = pinned_daemon
+    c = LineSocket(d.socket_path)
+    c.call(0, "initialize", {"protocolVersion": 1, "capabilities": FULL_CAPS})
+    comp = c.call(1, "agent/pre-step", archiving_pre_step("judge"))["result"]["compaction"]
+    fid = comp["folders"][0]
+    for i, updates in enumerate(
+        [
+            f'[{{"id": "{fid}", "alpha": {"9" * 400}}}]',
+            f'[{{"id": "{fid}", "alpha": NaN}}]',
+            "[" * 3000 + "]" * 3000,
+        ]
+    ):
+        args = {"updates": updates}
+        params = {"session": {"id": "judge"}, "name": "memory_judge", "arguments": args}
+        res = c.call(10 + i, "tools/call", params)["result"]
+        assert res["isError"] is True, res
+    assert d.proc.poll() is None
+    c.close()

@@ -4,10 +4,21 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 
 import orjson
+import pytest
 
 from tests.e2e.harness import DaemonProcess, LineSocket, request_line, running_daemon
+
+
+@pytest.fixture(scope="module")
+def daemon() -> Iterator[DaemonProcess]:
+    """One default daemon for the module's tests that need nothing else: each uses its
+    own connections and sessions, and none changes the config (the tests with another
+    config or a broken memory root start their own)."""
+    with running_daemon() as d:
+        yield d
 
 
 def test_ping_initialize_status(daemon: DaemonProcess) -> None:
@@ -299,8 +310,6 @@ def test_pipelined_burst_keeps_per_session_order(daemon: DaemonProcess) -> None:
 
 
 def test_peer_with_another_uid_is_refused(daemon: DaemonProcess) -> None:
-    import pytest
-
     if os.getuid() != 0:
         pytest.skip("needs root to connect as another uid")
     import subprocess
