@@ -39,7 +39,13 @@ from engine.recall.candidate_snapshot import snapshot_path as candidates_path
 from engine.recall.candidate_snapshot import synced_index as synced_candidates
 from engine.recall.candidates import CandidateIndex
 from engine.recall.hygiene import visible_entries
-from engine.relevance.folder_text import FolderTexts, save_index, snapshot_due, snapshot_path
+from engine.relevance.folder_text import (
+    SNAPSHOT_MIN_DOCS,
+    FolderTexts,
+    save_index,
+    snapshot_due,
+    snapshot_path,
+)
 from engine.relevance.index import RelevanceIndex
 from engine.store import SessionStore
 from engine.store import index_snapshot as rows_snapshot
@@ -235,13 +241,31 @@ def after_sync(index: RelevanceIndex) -> None:
         WRITER.request(index)
 
 
+def _stamp_due(store: SessionStore, index: RelevanceIndex) -> bool:
+    """Whether an unloaded session's relevance snapshot is worth writing only for the
+    stamp it lacks: the index holds no unsaved change, but it is synced to the store's
+    entries as opened and its snapshot is not stamped with them (written before stamps,
+    or over entries a restart changed). Written once, it spares every later restart of
+    an unchanged store the comparison of each entry with its stored key
+    (`engine.relevance.snapshot.read_snapshot`)."""
+    source = store.loaded_from
+    return (
+        source is not None
+        and index.docs >= SNAPSHOT_MIN_DOCS
+        and index.stamp != source
+        and index.version == (id(store), store.version, index.extra_stopwords)
+    )
+
+
 def on_unload(state: SessionState) -> None:
     """A session is being unloaded (eviction, `agent/disposed`; on the event loop, cheap):
     its indexes' snapshots, if they hold unsaved changes (the candidate index's also when
     the store moved on since it was last brought up to date), and its ``index.json``'s
     when that changed since its last one."""
     index = state.relevance_index
-    if isinstance(index, RelevanceIndex) and snapshot_due(index, unloading=True):
+    if isinstance(index, RelevanceIndex) and (
+        snapshot_due(index, unloading=True) or _stamp_due(state.store, index)
+    ):
         WRITER.request(index, retry=True)
     store = state.store
     if store.materialized and len(store) >= rows_snapshot.SNAPSHOT_MIN_ROWS:

@@ -119,6 +119,7 @@ def restored_index(
             owner=_owner(store),
             extra_stopwords=extra_stopwords,
             text_version=text_version(),
+            source=store.loaded_from,
         )
     except FileNotFoundError:
         return None, None
@@ -136,8 +137,23 @@ def save_index(index: RelevanceIndex) -> int | None:
         return None
     store = texts.store
     return write_snapshot(
-        snapshot_path(store), index, owner=_owner(store), text_version=text_version()
+        snapshot_path(store),
+        index,
+        owner=_owner(store),
+        text_version=text_version(),
+        source=functools.partial(_source_of, store),
     )
+
+
+def _source_of(store: SessionStore, index: RelevanceIndex) -> str | None:
+    """`store.loaded_from` when `index` is synced to the store's entries as opened (the
+    store's stamp of them: `engine.relevance.snapshot.write_snapshot`); else None. Its
+    version is read first: a store still as opened after that was so at that version."""
+    version = store.version
+    source = store.loaded_from
+    if source is None or index.version != (id(store), version, index.extra_stopwords):
+        return None
+    return source
 
 
 def snapshot_due(index: RelevanceIndex, *, unloading: bool = False) -> bool:

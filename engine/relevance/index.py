@@ -125,6 +125,7 @@ def _signature(entry: Any) -> tuple[Any, ...]:
 
 _id_of = operator.attrgetter("id")
 _alpha_of = operator.attrgetter("alpha")
+_scored_of = operator.attrgetter("scored")
 
 
 @dataclass(slots=True)
@@ -135,6 +136,9 @@ class _Restored:
 
     keys: StoredKeys
     unread: frozenset[int]
+    stamped: bool = False
+    """Its snapshot was synced to the very entries of its first sync (the store's stamp:
+    `engine.relevance.snapshot.read_snapshot`): they need not be compared."""
 
 
 def _count(terms: Iterable[str], boost: int, into: Counter[str]) -> None:
@@ -170,6 +174,9 @@ class RelevanceIndex:
         """Documents added, changed or removed since the last snapshot (or the start)."""
         self.saved = False
         """Restored from a snapshot, or one was written of it: its owner knows where."""
+        self.stamp: str | None = None
+        """The stamp of the entries of the snapshot it was restored from or last written
+        to (`engine.relevance.snapshot.write_snapshot`), None: none."""
         self._restored: _Restored | None = None
         self._unread: set[str] = set()  # folders whose text could not be read
         # documents
@@ -379,6 +386,8 @@ class RelevanceIndex:
         assert restored is not None
         stored, unread = restored.keys, restored.unread
         every = entries if isinstance(entries, (list, tuple)) else list(entries)
+        if restored.stamped and not unread and self._take_stamped(every):
+            return 0
         all_keys = entry_keys(every)
         picked = compress(
             range(len(every)), map(operator.is_not, map(key_scored, all_keys), repeat(False))
@@ -474,6 +483,30 @@ class RelevanceIndex:
             changes += 1
         self._share_ids()
         return changes
+
+    def _take_stamped(self, every: Sequence[Any]) -> bool:
+        """The first sync of an index restored from a snapshot stamped with what its
+        entries are a function of (`_Restored.stamped`): its documents are those entries'
+        scored folders, each taken as its document's without comparing keys. False (and
+        nothing taken) when they do not name the live documents one to one: then the
+        caller compares them."""
+        scored = list(compress(every, map(operator.is_not, map(_scored_of, every), repeat(False))))
+        fids = list(map(_id_of, scored))
+        if len(fids) != self._live_docs:
+            return False
+        entry_of = self._entry_of
+        if fids == self._doc_ids:  # every document live, in the entries' order (usually)
+            entry_of[:] = scored
+            self._doc_ids = fids  # the entries' id strings, not the snapshot's copies
+            self.by_id = dict(zip(fids, range(len(fids)), strict=True))
+            return True
+        by_id, named = self.by_id, set(fids)
+        if len(named) != len(fids) or not by_id.keys() >= named:
+            return False
+        for d, entry in zip(map(by_id.__getitem__, fids), scored, strict=True):
+            entry_of[d] = entry
+        self._share_ids()
+        return True
 
     def _share_ids(self) -> None:
         """Name the documents with their entries' id strings, not the copies a snapshot
@@ -578,9 +611,11 @@ class RelevanceIndex:
         arrays: Mapping[str, array[Any]],
         *,
         extra_stopwords: Sequence[str] = (),
+        stamped: bool = False,
     ) -> RelevanceIndex:
         """The index :meth:`snapshot_parts` stored (it keeps the arrays), to be checked
-        by its first sync. Raises ValueError when the arrays do not fit together."""
+        by its first sync (`stamped`: see `_Restored.stamped`). Raises ValueError when
+        the arrays do not fit together."""
         idx = cls(text_of, extra_stopwords=extra_stopwords)
         live_docs, total_len, dead, n_terms, n_keys, chunk = (int(v) for v in arrays["i.scalars"])
         (avg_q,) = (float(v) for v in arrays["i.avg"])
@@ -638,7 +673,7 @@ class RelevanceIndex:
         idx._postings, idx._passages = postings, passages
         idx._avgdl_q = avg_q
         idx._live_docs, idx._total_len, idx._dead = live_docs, total_len, dead
-        idx._restored = _Restored(keys, frozenset(unread))
+        idx._restored = _Restored(keys, frozenset(unread), stamped)
         idx._unread = {doc_ids[d] for d in unread}
         idx.saved = True
         return idx

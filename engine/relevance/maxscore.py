@@ -38,7 +38,9 @@ _TINY = float(np.finfo(np.float64).tiny)
 _SUM_SLACK = 1 + 1e-9  # a bound on a sum against float64 rounding
 _FIRST_POSTINGS = 2048  # the rare terms' postings first scored in full, at least ...
 _FIRST_SHARE = 8  # ... or 1/8 of the documents
-_DENSE_SHARE = 4  # postings over 1/4 of the documents: sum them over every document
+_DENSE_SHARE = 16  # postings over 1/16 of the documents: sum them over every document
+# (one bincount over a vector of every document beats sorting the postings by document
+# from there: measured at 10^4 and 10^5 folders, the same sums in the same order)
 _PRUNE_AT = 256  # contenders worth pruning before a binary-search look-up ...
 _PRUNE_DENSE_AT = 4096  # ... and before a dense one
 

@@ -16,8 +16,9 @@ an entry takes 2 bytes, where a term id, a tf byte and each passage's normalisat
 took 5. The folder index reads a folder's text terms back from here instead of keeping
 its own copy. A query gathers the runs of the few folders being reranked and computes
 the tf parts of their matching entries then, at the average passage length quantised
-like the folder index does; a passage's score sums its entries in stored order, so it
-does not depend on where the folder sits in the arrays or on the index's history.
+like the folder index does (those of a tf of 1 from a small table by passage length,
+kept until that average moves); a passage's score sums its entries in stored order, so
+it does not depend on where the folder sits in the arrays or on the index's history.
 
 A passage that asks (`engine.relevance.analyzer.search_passages`: the sentences of a
 line ending in ``?``) is kept like any other (its terms count for the folder and for the
@@ -54,6 +55,7 @@ _STEPS_PER_DOUBLING = 8
 _COMPACT_DEAD_SHARE = 1 / 3
 _NARROW = "H"  # entries' term ids in 2 bytes while every term id fits ...
 _NARROW_MAX = 0xFFFF  # ... and in 4 from the first that does not
+_ONES_MAX = 1 << 12  # passage lengths the table of tf parts of a tf of 1 covers
 
 
 def quantise_length(avg: float) -> float:
@@ -145,6 +147,8 @@ class PassageStore:
         self._lut: npt.NDArray[np.int32] = np.full(0, -1, dtype=np.int32)
         self._views: tuple[npt.NDArray[Any], ...] | None = None
         self._idfs: dict[int, float] = {}
+        # the tf part of a tf of 1 per passage length, at the average it was made for
+        self._ones: tuple[float, npt.NDArray[np.float32]] = (0.0, np.zeros(0, np.float32))
 
     def __contains__(self, doc: object) -> bool:
         return isinstance(doc, int) and self._slot_of(doc) >= 0
@@ -436,17 +440,35 @@ class PassageStore:
         return self._views
 
     @staticmethod
-    def _tfs(
+    def _exceptions(
         entries: npt.NDArray[Any], x_at: npt.NDArray[np.int32], x_tf: npt.NDArray[np.int32]
-    ) -> npt.NDArray[np.int64]:
-        """The tfs of `entries`: 1 but for the exceptions (`x_at`, `x_tf`)."""
-        tf = np.ones(entries.size, dtype=np.int64)
-        if x_at.size and entries.size:
-            at = x_at.searchsorted(entries)
-            at[at == x_at.size] = 0
-            found = x_at[at] == entries
-            tf[found] = x_tf[at[found]]
-        return tf
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.int32]]:
+        """Which of `entries` have a tf other than 1 (their positions) and their tfs."""
+        if not x_at.size:
+            return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.int32)
+        at = x_at[:-1].searchsorted(entries)  # all but the last: every position valid
+        found = (x_at[at] == entries).nonzero()[0]
+        return found, x_tf[at[found]]
+
+    def _ones_parts(self, lengths: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
+        """:func:`tf_parts` of a tf of 1 in passages of `lengths` at `_avg_q`, read from a
+        table by length while the lengths are short (the same floats: the same operations
+        on each length; nineteen entries in twenty have a tf of 1)."""
+        avg, table = self._ones
+        top = int(lengths.max())
+        if top < _ONES_MAX and (avg != self._avg_q or top >= table.size):
+            size = max(top + 1, 2 * table.size if avg == self._avg_q else 0, 64)
+            sizes = np.arange(min(size, _ONES_MAX), dtype=np.int64)
+            table = tf_parts(np.ones(sizes.size, dtype=np.int64), length_norms(sizes, self._avg_q))
+            self._ones = (self._avg_q, table)
+        out: npt.NDArray[np.float32]
+        if top < table.size:
+            out = table[lengths]
+        else:
+            out = tf_parts(
+                np.ones(lengths.size, dtype=np.int64), length_norms(lengths, self._avg_q)
+            )
+        return out
 
     def best(self, docs: Sequence[int], tids: Sequence[int]) -> npt.NDArray[np.float64]:
         """The best passage score of each of the folders `docs` for the query term ids
@@ -503,9 +525,12 @@ class PassageStore:
             hit, entry, passage = hit[stated], entry[stated], passage[stated]
             if not hit.size:
                 return out
-        tf = self._tfs(entry, x_at_v, x_tf_v)
         idf = np.array([self._idf(t) for t in q])
-        w = tf_parts(tf, length_norms(plen_v[passage], self._avg_q))
+        plens = plen_v[passage]
+        w = self._ones_parts(plens)
+        at, tf = self._exceptions(entry, x_at_v, x_tf_v)
+        if at.size:
+            w[at] = tf_parts(tf, length_norms(plens[at], self._avg_q))
         w = w * idf[pos[hit]]
         # the matched entries come grouped by passage, the passages by folder (runs in
         # pool order): a sum per passage, then a maximum per folder

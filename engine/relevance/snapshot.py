@@ -162,15 +162,23 @@ def encode_sections(
 
 
 def _encode(
-    index: RelevanceIndex, *, owner: str, extra_stopwords: Sequence[str], text_version: str
+    index: RelevanceIndex,
+    *,
+    owner: str,
+    extra_stopwords: Sequence[str],
+    text_version: str,
+    source: str | None = None,
 ) -> bytes:
-    """The snapshot file of `index` (the caller holds its lock)."""
-    header = {
+    """The snapshot file of `index` (the caller holds its lock); `source`: the stamp of
+    the entries it is synced to (`write_snapshot`)."""
+    header: dict[str, Any] = {
         "format": FORMAT,
         "fingerprint": fingerprint(text_version),
         "owner": owner,
         "extra": list(extra_stopwords),
     }
+    if source is not None:
+        header["source"] = source
     return encode_sections(MAGIC, header, index.snapshot_parts())
 
 
@@ -181,19 +189,30 @@ def write_snapshot(
     owner: str,
     text_version: str,
     write: Callable[[Path, bytes], None] = write_bytes_atomic,
+    source: Callable[[RelevanceIndex], str | None] | None = None,
 ) -> int:
     """Write `index`'s snapshot to `path` (atomically and durably); returns its size.
     Blocking; takes the index's lock only to copy it, so the index is usable meanwhile.
-    The changes it holds no longer count as unsaved."""
+    The changes it holds no longer count as unsaved. `source`, asked under the lock:
+    what the entries the index is synced to are a function of, when it knows
+    (`engine.store.SessionStore.loaded_from`), stamped into the header: a reader given
+    the same takes the stored keys as its entries' without comparing them
+    (`read_snapshot`)."""
     with index.lock:
+        stamp = source(index) if source is not None else None
         data = _encode(
-            index, owner=owner, extra_stopwords=index.extra_stopwords, text_version=text_version
+            index,
+            owner=owner,
+            extra_stopwords=index.extra_stopwords,
+            text_version=text_version,
+            source=stamp,
         )
         taken = index.unsaved
     write(path, data)
     with index.lock:
         index.unsaved -= taken
         index.saved = True
+        index.stamp = stamp
     return len(data)
 
 
@@ -258,25 +277,36 @@ def read_snapshot(
     owner: str,
     extra_stopwords: Sequence[str],
     text_version: str,
+    source: str | None = None,
 ) -> RelevanceIndex:
     """The index stored at `path`, to be synced before use (its first sync checks every
     folder against it). Raises FileNotFoundError when there is none and
-    :class:`SnapshotError` (with the reason) when it cannot be used. Blocking."""
+    :class:`SnapshotError` (with the reason) when it cannot be used. `source`: what the
+    entries of that first sync are a function of (`engine.store.SessionStore.
+    loaded_from`); a snapshot stamped with the same was synced to those very entries,
+    and its first sync does not compare them (`RelevanceIndex.sync`). Blocking."""
     extra = list(extra_stopwords)
+    stamped = False
 
     def check(header: dict[str, Any]) -> None:
+        nonlocal stamped
         if header.get("format") != FORMAT or header.get("fingerprint") != fingerprint(text_version):
             raise SnapshotError("written by another version")
         if header.get("owner") != owner:
             raise SnapshotError("built over another store")
         if header.get("extra") != extra:
             raise SnapshotError("built with other keywords.extraStopwords")
+        stamped = source is not None and header.get("source") == source
 
     arrays = read_sections(path, MAGIC, "a relevance index snapshot", check)
     try:
-        return RelevanceIndex.restored(text_of, arrays, extra_stopwords=tuple(extra))
+        index = RelevanceIndex.restored(
+            text_of, arrays, extra_stopwords=tuple(extra), stamped=stamped
+        )
     except (KeyError, ValueError, UnicodeDecodeError, TypeError) as exc:
         raise SnapshotError(f"inconsistent arrays: {exc!r}") from None
+    index.stamp = source if stamped else None
+    return index
 
 
 def _read(

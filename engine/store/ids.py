@@ -38,7 +38,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from itertools import compress
 
@@ -241,11 +241,16 @@ class FolderIdAllocator:
     10 MB and half a second; those ids are kept as one sorted array of numbers
     (:meth:`observe_all`), anything else (ids handed out or observed one by one, ids of
     another layout) in the dict.
+
+    Ids observed in bulk are laid out when an id is first asked for (:meth:`allocate`,
+    :meth:`newest`), not when they are observed: a store opened to answer a recall
+    hands out no id, and a restart's first round does not wait for 10⁵ ids to be parsed.
     """
 
     def __init__(self) -> None:
         self._last: dict[str, int] = {}
         self._bulk: np.ndarray = np.empty(0, dtype=np.int64)
+        self._unsettled: list[Collection[str]] = []
 
     def observe(self, folder_id: str) -> None:
         """Record an existing id so it is never handed out again."""
@@ -255,17 +260,24 @@ class FolderIdAllocator:
             if seq > self._last.get(stamp, 0):
                 self._last[stamp] = seq
 
-    def observe_all(self, folder_ids: Iterable[str]) -> None:
-        """:meth:`observe` each of ``folder_ids`` (in one pass: see the class docstring)."""
-        codes, odd = _bulk_codes(list(folder_ids))
-        for folder_id in odd:
-            self.observe(folder_id)
-        if codes.size:
-            if self._bulk.size:
-                codes = np.sort(np.concatenate([self._bulk, codes]), kind="stable")
-            self._bulk = codes
+    def observe_all(self, folder_ids: Collection[str]) -> None:
+        """:meth:`observe` each of ``folder_ids`` (in one pass, when an id is next asked
+        for: see the class docstring; the caller does not change the collection)."""
+        self._unsettled.append(folder_ids)
+
+    def _settle(self) -> None:
+        """Lay out the ids observed in bulk since the last time (class docstring)."""
+        while self._unsettled:
+            codes, odd = _bulk_codes(list(self._unsettled.pop(0)))
+            for folder_id in odd:
+                self.observe(folder_id)
+            if codes.size:
+                if self._bulk.size:
+                    codes = np.sort(np.concatenate([self._bulk, codes]), kind="stable")
+                self._bulk = codes
 
     def _bulk_seq(self, stamp: str) -> int:
+        self._settle()
         bulk = self._bulk
         if not bulk.size or not _STAMP_RE.match(stamp):
             return 0
@@ -276,6 +288,7 @@ class FolderIdAllocator:
     def newest(self) -> list[str]:
         """The highest id known per second (what :meth:`observe` needs to go on), in
         id order."""
+        self._settle()
         best = dict(self._last)
         bulk = self._bulk
         if bulk.size:
@@ -291,6 +304,7 @@ class FolderIdAllocator:
 
     def allocate(self, now_ms: int) -> str:
         """Next unused id for the second containing ``now_ms``."""
+        self._settle()
         stamp = folder_stamp(now_ms)
         seq = max(self._last.get(stamp, 0), self._bulk_seq(stamp)) + 1
         self._last[stamp] = seq

@@ -126,6 +126,7 @@ class IndexStats:
     """What readers of the index ask per request, maintained per entry change."""
 
     __slots__ = (
+        "_labelled",
         "_labels",
         "pending",
         "pending_current",
@@ -147,10 +148,13 @@ class IndexStats:
         current_synthetic = [pending_key(e) for e in unscored if _listed_current(e, synthetic=True)]
         review = [review_key(e) for e in compress(rows, marks) if e.scored]
         has_labels = map(any, zip(map(_EVENTS, rows), map(_EVENT, rows), strict=True))
-        labels = _label_counts(compress(rows, has_labels))
         self.rescore_pending = marked
         """Folders marked ``rescorePending``, scored or not."""
-        self._labels: Counter[str] = labels
+        self._labelled: list[Row] | None = list(compress(rows, has_labels))
+        """The labelled folders at load, until their labels are first counted: only the
+        task block (with folders waiting) and ``memory_judge`` read the counts, so a
+        restart's first recall does not wait for them."""
+        self._labels: Counter[str] = Counter()
         self.pending = SortedIds(pending)
         """Every unscored folder, by :func:`pending_key`."""
         self.pending_current = SortedIds(current)
@@ -180,7 +184,14 @@ class IndexStats:
     def label_counts(self) -> Counter[str]:
         """How many folders carry each event label (a copy; what
         ``engine.scoring.events.label_counts`` counts over the whole index)."""
-        return Counter(self._labels)
+        return Counter(self._counted())
+
+    def _counted(self) -> Counter[str]:
+        """The label counts, counted now if they were not yet (see ``_labelled``)."""
+        if self._labelled is not None:
+            self._labels = _label_counts(self._labelled)
+            self._labelled = None
+        return self._labels
 
     def put(self, old: Row | None, new: Row) -> None:
         """``new`` replaces ``old`` (None: a new folder)."""
@@ -198,7 +209,7 @@ class IndexStats:
         elif entry.rescorePending:
             self.review.discard(review_key(entry))
         self.rescore_pending -= int(entry.rescorePending)
-        labels = self._labels
+        labels = self._counted()
         for label in _labels_of(entry):
             labels[label] -= 1
             if labels[label] <= 0:
@@ -215,4 +226,4 @@ class IndexStats:
         elif entry.rescorePending:
             self.review.add(review_key(entry))
         self.rescore_pending += int(entry.rescorePending)
-        self._labels.update(_labels_of(entry))
+        self._counted().update(_labels_of(entry))

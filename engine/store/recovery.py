@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import operator
 import os
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from itertools import compress
 from typing import Any
@@ -133,7 +134,8 @@ class RecoveredState:
     index_extra: dict[str, Any]
     images: ImagesIndex
     report: LoadReport
-    seen_ids: set[str]
+    seen_ids: Collection[str]
+    """Every folder id on disk or indexed (never handed out again)."""
     index_bytes: int = 0
     """Size of ``index.json`` as left on disk (the log's budget follows it)."""
     log_bytes: int = 0
@@ -235,7 +237,11 @@ class _Recovery:
             return False
         ids = list(map(_ID, checked))
         entries = dict(zip(ids, checked, strict=True))
-        if len(entries) != len(ids) or len(folder_ids_among(ids)) != len(ids):
+        if len(entries) != len(ids):
+            return False
+        # each names a folder on disk (the listing's folder ids, found by the same rule),
+        # else each is checked
+        if not entries.keys() <= self.folder_dirs and len(folder_ids_among(ids)) != len(ids):
             return False
         self.entries = entries
         self._by_key, self._loaded = None, checked
@@ -436,7 +442,15 @@ def recover(paths: SessionPaths) -> RecoveredState:
         jsonio.fs.unlink(path)
     if rec.to_unlink or staging:
         jsonio.fs.fsync_dir(paths.dir)
-    seen = set(rec.folder_dirs) | set(rec.entries)
+    # every indexed folder is on disk after `missing`: when the listing holds no other
+    # folder, the ids seen are the entries' (their strings, which the store keeps; the
+    # listing's copies go now)
+    dirs = rec.folder_dirs
+    seen: Collection[str]
+    if len(dirs) == len(rec.entries) and rec.entries.keys() <= dirs:
+        seen = tuple(rec.entries)
+    else:
+        seen = dirs | rec.entries.keys()
     untouched = not rec.index_changed and not rec.report.log_records
     return RecoveredState(
         entries=rec.entries,

@@ -176,7 +176,7 @@ class SessionStore:
         self._index_extra = state.index_extra
         self._images = state.images
         self._images_checked: tuple[int, frozenset[str]] | None = None
-        self._by_key: dict[str, str] = first_by_key(self._entries.values())
+        self._keys: dict[str, str] | None = None
         self._ids.observe_all(state.seen_ids)
 
     @property
@@ -258,6 +258,15 @@ class SessionStore:
             return self._entries[folder_id]
         except KeyError:
             raise FolderNotFoundError(folder_id) from None
+
+    @property
+    def _by_key(self) -> dict[str, str]:
+        """Idempotency key -> the first folder carrying it, kept as entries change. Made
+        from the entries when first asked (an archive, or a change of the index): a store
+        opened to answer a recall never makes it, and a restart does not wait for it."""
+        if self._keys is None:
+            self._keys = first_by_key(self._entries.values())
+        return self._keys
 
     def find_by_idempotency_key(self, key: str) -> str | None:
         """Folder id already archived under ``key``, if any."""
@@ -492,19 +501,21 @@ class SessionStore:
     def _put_row(self, meta: FolderMeta, row: dict[str, Any]) -> None:
         """``row`` (derived from ``meta``) becomes the folder's index row."""
         entry = IndexEntry.model_validate(row)
+        by_key = self._by_key  # made from the entries before this change
         self._index_stats.put(self._entries.get(meta.id), entry)
         self._entries[meta.id] = entry
         if meta.idempotencyKey is not None:
-            self._by_key.setdefault(meta.idempotencyKey, meta.id)
+            by_key.setdefault(meta.idempotencyKey, meta.id)
         self._changed()
 
     def _drop_row(self, folder_id: str) -> None:
+        by_key = self._by_key  # made from the entries before this change
         entry = self._entries.pop(folder_id, None)
         if entry is not None:
             self._index_stats.drop(entry)
         key = entry.idempotencyKey if entry is not None else None
-        if key is not None and self._by_key.get(key) == folder_id:
-            del self._by_key[key]
+        if key is not None and by_key.get(key) == folder_id:
+            del by_key[key]
         self._changed()
 
     def _changed(self) -> None:

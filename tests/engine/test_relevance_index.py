@@ -257,3 +257,51 @@ def test_passages_after_any_changes_are_a_fresh_store(ops: list[Any], narrow_max
             docs = sorted(held)
             for query in ([0], [1, 2], [3, 9, 4, 0]):
                 assert store.best(docs, query).tolist() == again.best(docs, query).tolist()
+
+
+@pytest.mark.parametrize("table_max", [passages._ONES_MAX, 5])
+def test_best_passage_is_the_textbook_formula_at_every_length(
+    monkeypatch: pytest.MonkeyPatch, table_max: int
+) -> None:
+    """A passage entry's tf part is read from a table by passage length (a tf of 1), or
+    computed (a larger tf, a passage longer than the table covers); either is the float32
+    of BM25's formula at the quantised average passage length, before and after a change
+    moves that average, so a best passage scores the textbook way."""
+    monkeypatch.setattr(passages, "_ONES_MAX", table_max)
+    store = PassageStore()
+    rows: dict[int, list[list[int]]] = {}
+
+    def add(doc: int, length: int) -> None:
+        # term 0 once, term 1 twice in long passages, fillers 2.. after them
+        passage = [0] + ([1, 1] if length > 4 else []) + list(range(2, 2 + length))
+        rows[doc] = [passage[:length], [0, 2]]
+        store.add(doc, rows[doc])
+
+    def expected(doc: int, query: list[int]) -> float:
+        n = sum(len(r) for r in rows.values())
+        lengths = [len(p) for r in rows.values() for p in r]
+        avg = 2 ** (round(math.log2(sum(lengths) / len(lengths)) * 8) / 8)
+        best = 0.0
+        for p in rows[doc]:
+            tfs = Counter(p)
+            ws = []
+            for t in tfs:  # in the order terms first occur in the passage
+                if t in query:
+                    df = sum(t in q for r in rows.values() for q in r)
+                    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+                    tf = tfs[t]
+                    part = np.float32(tf * 2.2 / (tf + 1.2 * (1 - 0.75 + 0.75 * len(p) / avg)))
+                    ws.append(float(part) * idf)
+            if ws:
+                best = max(best, float(np.add.reduceat(np.array(ws), [0])[0]))
+        return best
+
+    for doc, length in enumerate([1, 3, 4, 6, 9, 12]):
+        add(doc, length)
+    for step in range(2):
+        store.settle()
+        docs = sorted(rows)
+        for query in ([0], [1], [0, 1], [0, 1, 2, 7]):
+            got = store.best(docs, query).tolist()
+            assert got == [expected(d, query) for d in docs], (step, query)
+        add(len(rows), 40)  # a long passage moves the average

@@ -207,6 +207,41 @@ def test_observing_ids_at_once_is_observing_them_one_by_one(
     assert sorted(one.newest()) == bulk.newest()
 
 
+@given(
+    st.lists(
+        st.one_of(
+            st.builds(
+                "mem-2026010{}T00000{}Z-{:04d}".format,
+                st.integers(1, 3),
+                st.integers(0, 3),
+                st.integers(0, 9999),
+            ),
+            _ODD_IDS,
+        ),
+        max_size=30,
+    ),
+    st.lists(st.integers(0, 3), max_size=4),
+    st.lists(st.integers(0, 3 * 86_400_000), min_size=1, max_size=4),
+)
+def test_ids_observed_at_once_count_before_the_first_id_handed_out(
+    ids: list[str], singles: list[int], times: list[int]
+) -> None:
+    """Bulk ids are laid out when an id is first asked for: one observed one by one
+    after them, and the first allocation, see them all (no `newest` call first)."""
+    one, bulk = FolderIdAllocator(), FolderIdAllocator()
+    for folder_id in ids:
+        one.observe(folder_id)
+    bulk.observe_all(tuple(ids))
+    for n in singles:
+        extra = f"mem-20260102T00000{n}Z-9999"
+        one.observe(extra)
+        bulk.observe(extra)
+    for t in times:
+        now = 1_767_225_600_000 + t
+        assert one.allocate(now) == bulk.allocate(now)
+    assert sorted(one.newest()) == bulk.newest()
+
+
 @given(st.lists(st.text(alphabet="mem-0123456789TZab.\n_/", max_size=12), max_size=30))
 def test_folder_ids_among_a_listing_are_what_is_folder_id_accepts(names: list[str]) -> None:
     assert folder_ids_among(names) == [n for n in names if is_folder_id(n)]
