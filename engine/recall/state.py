@@ -76,6 +76,7 @@ __all__ = [
     "Lanes",
     "RecallState",
     "clause_status_line",
+    "committed_document",
     "fold_state_log",
     "load_state_file",
     "peek_state_file",
@@ -688,6 +689,14 @@ def peek_state_file(path: Path) -> RecallState:
     except (FileNotFoundError, CorruptJSONError):
         return RecallState(persist=False)
     return RecallState.from_json(read.doc, persist=False)
+
+
+def committed_document(path: Path) -> Any:
+    """The raw document `recall-state.json` and its log commit, exactly what a load
+    reads, for a checker that must judge that rather than the snapshot alone
+    (``rofmd selfcheck``). Raises ``FileNotFoundError`` / ``CorruptJSONError`` like
+    :func:`engine.jsonio.read_json`; reads only."""
+    return _read_document(path).doc
 
 
 def load_state_file(path: Path, *, persist: bool = True) -> RecallState:

@@ -41,7 +41,8 @@ from engine.config import (
     read_config_file,
     resolve_memory_root,
 )
-from engine.jsonio import CorruptJSONError, read_json
+from engine.jsonio import CorruptJSONError
+from engine.recall.state import committed_document
 from engine.scoring.era_audit import era_totals, pending_verdict, store_eras
 from engine.store import FolderMeta, IndexEntry, is_folder_id, read_jsonl
 from engine.store.readonly import ReadonlyStore, iter_metas, read_image_table
@@ -511,7 +512,7 @@ def check_recall_state(stores: Sequence[ReadonlyStore]) -> Check:
     for store in stores:
         path = store.paths.recall_state
         try:
-            doc = read_json(path)
+            doc = committed_document(path)  # with its log: what a load reads
         except FileNotFoundError:
             continue
         except CorruptJSONError as exc:

@@ -140,6 +140,15 @@ def test_recall_state_and_time_tags_are_validated(tmp_path: Path) -> None:
         orjson.dumps({"version": 3, "block": "b", "ids": [ids[0]], "additions": [{"id": ids[0]}]})
     )
     assert check_recall_state([_read(store)]).status == "PASS"
+    # what the log commits on top of the snapshot is what a load reads: judged too
+    log = store.paths.recall_state.with_name("recall-state.log.jsonl")
+    bad = {"base": 0, "n": 1, "additions": [{"id": ids[0], "beta": 12}]}
+    log.write_bytes(orjson.dumps(bad) + b"\n")
+    check = check_recall_state([_read(store)])
+    assert check.status == "FAIL" and f"{ids[0]}: β 12 outside [-10, 10]" in check.detail
+    log.write_bytes(orjson.dumps(bad)[:-3])  # torn: never committed, as after a crash
+    assert check_recall_state([_read(store)]).status == "PASS"
+    log.unlink()
     cfg = config()
     assert check_time([_read(store)], cfg).status == "PASS"
     _edit_index(store, ids[1], timeTags=[{"from": 5, "to": 2, "label": "x"}])
