@@ -244,8 +244,8 @@ def write_json_atomic(path: Path, obj: Any) -> None:
     write_bytes_atomic(path, dumps_json(obj))
 
 
-def append_jsonl(path: Path, record: Any) -> None:
-    """Durably append ``record`` as one compact JSON line.
+def append_jsonl(path: Path, record: Any) -> int:
+    """Durably append ``record`` as one compact JSON line; the bytes written.
 
     One ``O_APPEND`` write per record, then fsync. If a previous writer crashed
     mid-line (file does not end in LF) a newline is written first so the torn
@@ -261,6 +261,7 @@ def append_jsonl(path: Path, record: Any) -> None:
     fs.append_sync(path, line)
     if created:
         fs.fsync_dir(path.parent)
+    return len(line)
 
 
 def read_json(path: Path) -> Any:

@@ -25,8 +25,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.recall.state import Addition
 
 __all__ = ["MAX_ENTRIES", "RenderCache", "RenderedEntry"]
 
@@ -36,18 +39,18 @@ MAX_ENTRIES = 256
 
 @dataclass(frozen=True, slots=True)
 class RenderedEntry:
-    """What a folder renders to, apart from the round it is injected in."""
+    """What a folder rendered to, kept apart from every round that shows it."""
 
     source: object
     """The index entry it was rendered from (compared by identity)."""
     settings: tuple[Any, ...]
-    alpha: float
-    beta: float
-    created_at_ms: int
-    keywords: tuple[str, ...]
-    date: str
-    body: str
-    messages: tuple[dict[str, Any], ...]
+    addition: Addition
+    """As rendered; only copies of it leave the cache (:func:`_copy`)."""
+
+
+def _copy(addition: Addition) -> Addition:
+    """A copy whose lists are its own: a round may change what it is handed."""
+    return replace(addition, keywords=list(addition.keywords), messages=list(addition.messages))
 
 
 class RenderCache:
@@ -63,8 +66,10 @@ class RenderCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def get(self, fid: str, source: object, settings: tuple[Any, ...]) -> RenderedEntry | None:
-        """The entry rendered from this very index entry under these settings, or None."""
+    def get(self, fid: str, source: object, settings: tuple[Any, ...]) -> Addition | None:
+        """A copy of what was rendered from this very index entry under these settings
+        (the round's own fields, generation, lane, turn and round, as it was rendered
+        with), or None."""
         with self._lock:
             kept = self._entries.get(fid)
             if kept is None or kept.source is not source or kept.settings != settings:
@@ -72,11 +77,12 @@ class RenderCache:
                 return None
             self._entries.move_to_end(fid)
             self.hits += 1
-            return kept
+            return _copy(kept.addition)
 
-    def put(self, fid: str, rendered: RenderedEntry) -> None:
+    def put(self, fid: str, source: object, settings: tuple[Any, ...], addition: Addition) -> None:
+        """Keep a copy of `addition`, rendered from `source` under `settings`."""
         with self._lock:
-            self._entries[fid] = rendered
+            self._entries[fid] = RenderedEntry(source, settings, _copy(addition))
             self._entries.move_to_end(fid)
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)

@@ -56,7 +56,7 @@ from engine.recall.hops import HOP_LANE
 from engine.recall.legacy import select_legacy
 from engine.recall.query import Query, effective_quota, restricted
 from engine.recall.ranked import FALLBACK_LANE, RANKED_LANE
-from engine.recall.render_cache import RenderCache, RenderedEntry
+from engine.recall.render_cache import RenderCache
 from engine.recall.select import ASSISTANT_LANE, RoundSelection, select_round
 from engine.recall.state import Addition, Lanes, RecallState
 from engine.recall.tags import mention_filter
@@ -167,20 +167,9 @@ def load_addition(
             return None
         kept = cache.get(fid, source, settings)
         if kept is not None:
-            return Addition(
-                id=fid,
-                alpha=kept.alpha,
-                beta=kept.beta,
-                created_at_ms=kept.created_at_ms,
-                generation=generation,
-                injected_turn=turn,
-                injected_round=round_,
-                lane=lane,
-                keywords=list(kept.keywords),
-                date=kept.date,
-                body=kept.body,
-                messages=list(kept.messages),
-            )
+            kept.generation, kept.lane = generation, lane
+            kept.injected_turn, kept.injected_round = turn, round_
+            return kept
     try:
         meta = store.get_meta(fid)
         raw = store.read_context(fid)
@@ -239,20 +228,7 @@ def load_addition(
         messages=messages,
     )
     if cache is not None and not any(IMAGE_MARK in m["content"] for m in messages):
-        cache.put(
-            fid,
-            RenderedEntry(
-                source,
-                settings,
-                addition.alpha,
-                addition.beta,
-                addition.created_at_ms,
-                tuple(addition.keywords),
-                date,
-                body,
-                tuple(messages),
-            ),
-        )
+        cache.put(fid, source, settings, addition)
     return addition
 
 

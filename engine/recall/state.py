@@ -43,8 +43,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from engine import jsonio
 from engine.jsonio import (
     CorruptJSONError,
@@ -280,12 +278,13 @@ class LogState:
     snapshot_bytes: int = 0
     written: dict[str, Any] | None = None
 
+    def full(self) -> bool:
+        """The log is due for a snapshot (or must not be appended to: a reader stopped
+        in it, or it could not be removed)."""
+        return self.records >= MAX_RECORDS or self.log_bytes > 2 * self.snapshot_bytes
+
     def appendable(self) -> bool:
-        return (
-            self.written is not None
-            and self.records < MAX_RECORDS
-            and self.log_bytes <= 2 * self.snapshot_bytes
-        )
+        return self.written is not None and not self.full()
 
 
 @dataclass
@@ -521,11 +520,9 @@ class RecallState:
         if log.appendable():
             assert log.written is not None
             record = encode_record(log.written, doc, log.base, log.records + 1)
-            line = orjson.dumps(record)
             log.written = None  # until the line is durable, only a snapshot is safe
-            append_jsonl(log_path(self.path), record)
+            log.log_bytes += append_jsonl(log_path(self.path), record)
             log.records += 1
-            log.log_bytes += len(line) + 1
             log.written = doc
             return
         _write_snapshot(self.path, doc, log)
@@ -607,8 +604,7 @@ def _read_document(path: Path) -> _Read:
     try:
         doc = read_json(path)
     except FileNotFoundError as exc:
-        top = replay({}, data, -1)[3] if data else 0
-        raise _NoSnapshot(LogState(top=max(0, top))) from exc
+        raise _NoSnapshot(LogState(top=_top_of(data))) from exc
     try:
         size = path.stat().st_size  # (a heuristic: when the log is due for a snapshot)
     except OSError:
@@ -634,7 +630,7 @@ class _NoSnapshot(FileNotFoundError):
 def _state_of(read: _Read, path: Path | None, persist: bool) -> RecallState:
     state = RecallState.from_json(read.doc, path=path, persist=persist)
     log = read.log
-    if isinstance(read.doc, dict) and log.log_bytes <= 2 * log.snapshot_bytes:
+    if isinstance(read.doc, dict) and not log.full():
         # the next line is a change from what a reader rebuilds: only when that is what
         # this state writes (a document this code wrote) may it refer to it
         log.written = read.doc if state.to_json() == read.doc else None
@@ -674,10 +670,14 @@ def read_state_file(
 def _log_top(path: Path) -> int:
     """The highest base the log beside `path` names (0: none)."""
     try:
-        data = log_path(path).read_bytes()
+        return _top_of(log_path(path).read_bytes())
     except FileNotFoundError:
         return 0
-    return max(0, replay({}, data, -1)[3])
+
+
+def _top_of(data: bytes) -> int:
+    """The highest base the log `data` names (0: none)."""
+    return max(0, replay({}, data, -1)[3]) if data else 0
 
 
 def peek_state_file(path: Path) -> RecallState:
