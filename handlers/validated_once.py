@@ -146,9 +146,8 @@ class ValidatedOnce:
         except TypeError:  # not JSON orjson writes (an integer beyond 64 bits)
             return handler(value)
         with self._lock:
-            if key in self._seen:
-                validated = self._seen.pop(key)
-                self._seen[key] = validated  # most recently used last
+            validated = self._touch(key)
+            if validated is not UNKNOWN:
                 self.hits += 1
                 return value if validated is None else orjson.loads(validated)
         out = handler(value)  # raises the validator's own errors
@@ -164,7 +163,6 @@ class ValidatedOnce:
         """What the memory holds for each of ``values``; those it holds become its most
         recently used (hits are counted by the validator that uses them)."""
         found: list[Any] = []
-        seen = self._seen
         with self._lock:
             for value in values:
                 try:
@@ -174,11 +172,16 @@ class ValidatedOnce:
                     continue
                 # looked up while its bytes are fresh in the cache: the look-up compares
                 # them with the remembered ones (the surface: 500 KB of each)
-                validated = seen.pop(key, UNKNOWN)
-                if validated is not UNKNOWN:
-                    seen[key] = validated
-                found.append(validated)
+                found.append(self._touch(key))
         return Recalled(values, found)
+
+    def _touch(self, key: bytes) -> Any:
+        """What the memory holds for ``key`` (:data:`UNKNOWN`: nothing), made its most
+        recently used; the caller holds the lock."""
+        validated = self._seen.pop(key, UNKNOWN)
+        if validated is not UNKNOWN:
+            self._seen[key] = validated  # most recently used last
+        return validated
 
     def each(self, max_items: int) -> Callable[[Any, Callable[[Any], Any]], Any]:
         """A wrap validator for a list of values each validated by this memory (the
