@@ -45,6 +45,7 @@ from engine.relevance.folder_text import (
     save_index,
     snapshot_due,
     snapshot_path,
+    stamp_source,
 )
 from engine.relevance.index import RelevanceIndex
 from engine.store import SessionStore
@@ -248,13 +249,8 @@ def _stamp_due(store: SessionStore, index: RelevanceIndex) -> bool:
     or over entries a restart changed). Written once, it spares every later restart of
     an unchanged store the comparison of each entry with its stored key
     (`engine.relevance.snapshot.read_snapshot`)."""
-    source = store.loaded_from
-    return (
-        source is not None
-        and index.docs >= SNAPSHOT_MIN_DOCS
-        and index.stamp != source
-        and index.version == (id(store), store.version, index.extra_stopwords)
-    )
+    source = stamp_source(store, index)
+    return source is not None and index.docs >= SNAPSHOT_MIN_DOCS and index.stamp != source
 
 
 def on_unload(state: SessionState) -> None:

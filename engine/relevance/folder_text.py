@@ -31,6 +31,7 @@ __all__ = [
     "save_index",
     "snapshot_due",
     "snapshot_path",
+    "stamp_source",
     "synced_index",
     "text_version",
 ]
@@ -141,11 +142,11 @@ def save_index(index: RelevanceIndex) -> int | None:
         index,
         owner=_owner(store),
         text_version=text_version(),
-        source=functools.partial(_source_of, store),
+        source=functools.partial(stamp_source, store),
     )
 
 
-def _source_of(store: SessionStore, index: RelevanceIndex) -> str | None:
+def stamp_source(store: SessionStore, index: RelevanceIndex) -> str | None:
     """`store.loaded_from` when `index` is synced to the store's entries as opened (the
     store's stamp of them: `engine.relevance.snapshot.write_snapshot`); else None. Its
     version is read first: a store still as opened after that was so at that version."""
