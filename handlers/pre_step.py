@@ -69,6 +69,7 @@ from handlers.archive_state import MAX_SETTLED, Outcome, PendingArchive, span_of
 from handlers.context import RequestContext
 from handlers.errors import INVALID_PARAMS, HandlerError, invalid_params
 from handlers.media_staging import note_archived, onebot_channel, release_settled
+from handlers.node_tokens import NodeTokenCounts
 from handlers.params import (
     MAX_NODES,
     MAX_REASON_CHARS,
@@ -101,19 +102,13 @@ ONCE_PER_SESSION = frozenset(
 """Warnings the reference says are given once per session (§1.1.1)."""
 
 
-class NodeTokens(Wire):
-    """One `context.nodes` entry: tokens of one surface node as the host measured them."""
-
-    seq: SafeInt
-    tokens: TokenCount | None = None
-
-
 class ContextInfo(Wire):
-    """`context` of a pre-step: the host token meter's view."""
+    """`context` of a pre-step: the host token meter's view (``nodes``: seq -> tokens,
+    ``handlers.node_tokens``)."""
 
     totalTokens: TokenCount
     contextWindow: TokenCount = 0
-    nodes: list[NodeTokens] = Field(default_factory=list, max_length=MAX_NODES)
+    nodes: NodeTokenCounts = Field(default_factory=dict)
 
 
 KNOWN_SURFACE_NODES = ValidatedOnce()
@@ -247,7 +242,7 @@ async def _maybe_archive(
                 session_id=params.session.id,
                 turn=params.turn,
                 surface=params.surface,
-                node_tokens={n.seq: n.tokens for n in context.nodes if n.tokens is not None},
+                node_tokens=context.nodes,
                 total_tokens=context.totalTokens,
                 host_window=context.contextWindow,
                 now_ms=ctx.now_ms,

@@ -20,15 +20,28 @@ in Python may hold what JSON cannot tell apart (a tuple for a list, NaN written 
 ``null``), so it is always validated.
 
 A list of such values (the surface) is looked up as a whole (:meth:`ValidatedOnce.each`):
-one JSON encoding and one dictionary look-up per value, no validator call per value;
-only the values not remembered go through pydantic (with their per-value memory). The
+first its own JSON, one encoding of the whole list, against the lists validated before
+(:class:`_Whole`): the values of the longest run of leading values a remembered list
+shares with it, at the byte level, are known without a per-value encoding or look-up
+(the surface sent again: all of them; a surface that grew: all but its new values);
+each value after that run costs one JSON encoding and one dictionary look-up; only the
+values not remembered at all go through pydantic (with their per-value memory). The
 look-up is made once per request: :func:`recalled` makes it for the shape check of
 ``handlers.params.parse_params`` (a remembered value passed that check before, at the
 same place) and hands it on to the list's validator.
 
-The memory holds at most :data:`MAX_BYTES` of JSON, least recently used first out, and
-is emptied with the engine's memo caches when the daemon gives memory back
-(:func:`forget_all`, ``rofmd.server.memory_release``): it refills with the next requests.
+Why the list's own JSON first: the per-value encodings and look-ups of a 400-node
+surface cost about a millisecond (400 small encodings, 400 hashes of fresh keys); one
+encoding of the list is a quarter of that, and comparing it with a remembered list is a
+``memcmp`` (bytes are compared, never hashed: no digest can say two lists are equal).
+A list's JSON is its values' JSON joined by commas inside brackets (orjson writes no
+spaces), so a byte prefix that ends where a remembered value ends, followed by a comma
+or the closing bracket, is exactly that many leading values.
+
+The memory holds at most :data:`MAX_BYTES` of JSON per kind (values; whole lists), least
+recently used first out, and is emptied with the engine's memo caches when the daemon
+gives memory back (:func:`forget_all`, ``rofmd.server.memory_release``): it refills with
+the next requests.
 """
 
 from __future__ import annotations
@@ -38,7 +51,7 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -70,12 +83,56 @@ UNKNOWN: Any = object()
 
 
 @dataclass(slots=True)
+class _Whole:
+    """A list of values as it validated: its exact JSON, the offset just past each
+    value's JSON in it, and what the memory held for each value (None, or the JSON of
+    its validated form; :data:`UNKNOWN` while the list is being looked up)."""
+
+    json: bytes
+    ends: list[int]
+    found: list[Any]
+
+    def shared(self, other: bytes, most: int) -> int:
+        """How many leading values (at most ``most``) the list whose JSON is ``other``
+        has in common with this one, byte for byte: the largest ``k`` such that both
+        JSONs agree up to the end of this list's ``k``-th value and ``other`` goes on
+        with a comma or its closing bracket there (module docstring)."""
+        if other == self.json:
+            return min(most, len(self.ends))
+        view = memoryview(self.json)
+        ends = self.ends
+        size = len(other)
+
+        def agrees(k: int) -> bool:
+            end = ends[k - 1]
+            return end < size and other[end] in _AFTER_VALUE and other.startswith(view[:end])
+
+        lo, hi = 0, min(most, len(ends))
+        while lo < hi:  # agrees(k) holds for every k up to the answer, for none beyond
+            mid = (lo + hi + 1) // 2
+            if agrees(mid):
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+
+_AFTER_VALUE = frozenset(b",]")
+"""What follows a value's JSON inside a list's JSON."""
+
+
+@dataclass(slots=True)
 class Recalled:
     """One look-up of a list of values: per value what the memory holds for it
-    (:data:`UNKNOWN`, None: valid as it is, or the JSON of its validated form)."""
+    (:data:`UNKNOWN`, None: valid as it is, or the JSON of its validated form).
+    ``whole``: the list's JSON and where each value's JSON ends in it, kept so the list
+    can be remembered as a whole once its unknown values validated (``keys``: their
+    JSON)."""
 
     values: list[Any]
     found: list[Any]
+    whole: _Whole | None = None
+    keys: dict[int, bytes] = field(default_factory=dict)
 
     def shape_view(self) -> list[Any]:
         """The list as the shape check still has to see it: remembered values passed it
@@ -131,6 +188,9 @@ class ValidatedOnce:
         self._seen: dict[bytes, bytes | None] = {}
         """JSON of a valid value -> JSON of its validated form (None: the same)."""
         self._bytes = 0
+        self._lists: list[_Whole] = []
+        """Lists validated as a whole (:meth:`each`), most recently used last."""
+        self._list_bytes = 0
         self._lock = threading.Lock()  # validation may run in worker threads
         self.hits = 0
         self.misses = 0
@@ -161,7 +221,34 @@ class ValidatedOnce:
 
     def recall(self, values: list[Any]) -> Recalled:
         """What the memory holds for each of ``values``; those it holds become its most
-        recently used (hits are counted by the validator that uses them)."""
+        recently used (hits are counted by the validator that uses them). The leading
+        values a remembered list shares with ``values`` are read from that list, the
+        others looked up one by one (module docstring)."""
+        if not values:
+            return Recalled(values, [])
+        try:
+            whole = orjson.dumps(values)
+        except TypeError:  # a value orjson does not write: each is looked up (or not)
+            return Recalled(values, self._each_found(values))
+        with self._lock:
+            known, shared = self._longest_shared(whole, len(values))
+            if known is not None and shared == len(values):
+                return Recalled(values, known.found[:shared])
+            found: list[Any] = known.found[:shared] if known is not None else []
+            ends: list[int] = known.ends[:shared] if known is not None else []
+            keys: dict[int, bytes] = {}
+            end = ends[-1] if ends else 0
+            for i in range(shared, len(values)):
+                key = orjson.dumps(values[i])
+                end += 1 + len(key)  # "[" or "," before each value
+                ends.append(end)
+                validated = self._touch(key)
+                found.append(validated)
+                if validated is UNKNOWN:
+                    keys[i] = key
+        return Recalled(values, found, _Whole(whole, ends, list(found)), keys)
+
+    def _each_found(self, values: list[Any]) -> list[Any]:
         found: list[Any] = []
         with self._lock:
             for value in values:
@@ -171,9 +258,39 @@ class ValidatedOnce:
                     found.append(UNKNOWN)
                     continue
                 # looked up while its bytes are fresh in the cache: the look-up compares
-                # them with the remembered ones (the surface: 500 KB of each)
+                # them with the remembered ones
                 found.append(self._touch(key))
-        return Recalled(values, found)
+        return found
+
+    def _longest_shared(self, whole: bytes, count: int) -> tuple[_Whole | None, int]:
+        """The remembered list sharing the most leading values with the list whose JSON
+        is ``whole`` (``count`` values), made the most recently used; the caller holds
+        the lock."""
+        best: _Whole | None = None
+        most = 0
+        for known in reversed(self._lists):
+            shared = known.shared(whole, count)
+            if shared > most:
+                best, most = known, shared
+                if most == count:
+                    break
+        if best is not None:
+            self._lists.remove(best)
+            self._lists.append(best)
+        return best, most
+
+    def _remember_list(self, whole: _Whole) -> None:
+        """Remember a list whose every value validated (``whole.found`` complete)."""
+        size = len(whole.json)
+        if size > self._max:
+            return
+        with self._lock:
+            if any(known.json == whole.json for known in self._lists):
+                return
+            self._lists.append(whole)
+            self._list_bytes += size
+            while self._list_bytes > self._max:
+                self._list_bytes -= len(self._lists.pop(0).json)
 
     def _touch(self, key: bytes) -> Any:
         """What the memory holds for ``key`` (:data:`UNKNOWN`: nothing), made its most
@@ -212,9 +329,32 @@ class ValidatedOnce:
             for i, f in enumerate(rec.found):
                 if f is not UNKNOWN and f is not None:
                     out[i] = orjson.loads(f)
+            if rec.whole is not None and self._complete(rec, out, missing):
+                self._remember_list(rec.whole)
             return out
 
         return validate
+
+    def _complete(self, rec: Recalled, out: list[Any], missing: list[int]) -> bool:
+        """Fill in what the values validated just now became (None: the same JSON), as
+        their validator remembered it, else encoded again; False when one of them has no
+        JSON form orjson writes (then the list is not remembered as a whole)."""
+        assert rec.whole is not None
+        found = rec.whole.found
+        for i in missing:
+            key = rec.keys.get(i)
+            if key is None:
+                return False
+            with self._lock:
+                validated = self._seen.get(key, UNKNOWN)
+            if validated is UNKNOWN:
+                try:
+                    result = orjson.dumps(out[i])
+                except TypeError:
+                    return False
+                validated = None if result == key else result
+            found[i] = validated
+        return True
 
     def _remember(self, key: bytes, validated: bytes | None) -> None:
         size = len(key) + (len(validated) if validated is not None else 0)
@@ -235,4 +375,6 @@ class ValidatedOnce:
         with self._lock:
             self._seen.clear()
             self._bytes = 0
+            self._lists.clear()
+            self._list_bytes = 0
             self.hits = self.misses = 0
