@@ -164,6 +164,8 @@ def message_text(message: Mapping[str, Any]) -> str:
 def expand_images(text: str, image_path: Callable[[str], Path | None]) -> str:
     """`[图片:(name)]` → `[图片:(name,文件:/abs/path)]`, `（缺失）` after it when the file
     is gone (§1.7 step 4). The punctuation style of the placeholder is kept."""
+    if IMAGE_MARK not in text:  # every placeholder begins with it: nothing to expand
+        return text
 
     def repl(m: re.Match[str]) -> str:
         colon, open_, name, close = m.group(1), m.group(2), m.group(3).strip(), m.group(4)
@@ -200,7 +202,11 @@ def render_body(
             lines.append(line)
     for msg in messages:
         role = str(msg.get("role") or "user")
-        text = expand_images(message_text(msg), image_path)
+        content = msg.get("content")
+        # a string content is its own text (`message_text` of it gives it back): the
+        # messages a round renders hold the text `load_addition` took out already
+        text = content if isinstance(content, str) else message_text(msg)
+        text = expand_images(text, image_path)
         if compute_dates:
             t = msg.get("time")
             anchor = t if isinstance(t, int) and not isinstance(t, bool) and t > 0 else None

@@ -25,10 +25,12 @@ from engine.timeexpr.civil import valid_ms as _valid_ms
 from engine.timeexpr.expressions import (
     DAY,
     MONTH,
+    SHIFT_KINDS,
     SHIFT_OVERLAPS,
     WEEK,
     Found,
     find_expressions,
+    may_hold_shift,
 )
 
 __all__ = [
@@ -98,12 +100,11 @@ def format_event_range(
 # ---- relative-time annotation ------------------------------------------------------
 
 _ANNOTATED = re.compile(r"\s*[(（]\s*\d{4}")
-_SHIFTS = frozenset({DAY, WEEK, MONTH, "year"})
 
 
 def _annotatable(found: Found) -> bool:
     """A Chinese shift by whole days, weeks, months or years (module docstring)."""
-    return found.lang == "zh" and found.kind in _SHIFTS
+    return found.lang == "zh" and found.kind in SHIFT_KINDS
 
 
 def _note(found: Found) -> str | None:
@@ -123,7 +124,7 @@ def annotate_relative_time(text: str, anchor_ms: int | None, tz: tzinfo, week_st
     Unknown or unsafe anchors leave the text unchanged. Week phrases directly followed
     by a weekday (`下周二`) are a day, not a week, and not annotated.
     """
-    if not text or anchor_ms is None or not _valid_ms(anchor_ms):
+    if not text or anchor_ms is None or not _valid_ms(anchor_ms) or not may_hold_shift(text):
         return text
     try:
         anchor: date = to_local(int(anchor_ms), tz).date()

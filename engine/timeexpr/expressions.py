@@ -30,14 +30,22 @@ names no valid date (2月30日) is not one.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Final
 
 from engine.timeexpr.civil import add_months
 
-__all__ = ["SHIFT_OVERLAPS", "Found", "Span", "find_expressions", "week_first"]
+__all__ = [
+    "SHIFT_KINDS",
+    "SHIFT_OVERLAPS",
+    "Found",
+    "Span",
+    "find_expressions",
+    "may_hold_shift",
+    "week_first",
+]
 
 DAY, WEEK, MONTH, YEAR = "day", "week", "month", "year"
 
@@ -165,7 +173,8 @@ _DAY_WORDS = {
     "大后天": 3,
 }
 _WEEK_WORDS = {"上上": -2, "上": -1, "本": 0, "这": 0, "下": 1, "下下": 2}
-_WEEK_NOUN = r"(?:个?星期|个?礼拜|周)"
+_WEEK_NOUNS = ("个星期", "星期", "个礼拜", "礼拜", "周")
+_WEEK_NOUN = f"(?:{'|'.join(_WEEK_NOUNS)})"  # 个?星期|个?礼拜|周, spelled out
 _WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 _MONTH_WORDS = {
     "上上个月": -2,
@@ -202,7 +211,7 @@ _EN_WEEKDAY = {
 _EN_NUMS = "|".join(sorted(_EN_NUM, key=len, reverse=True))
 
 
-def _alt(words: dict[str, int]) -> str:
+def _alt(words: Iterable[str]) -> str:
     return "|".join(map(re.escape, sorted(words, key=lambda w: (-len(w), w))))
 
 
@@ -429,6 +438,29 @@ SHIFT_OVERLAPS: Final = frozenset({"day", "weekday", "weekend", "week", "month",
 """The Chinese kinds a shift phrase (昨天, 上周, 下个月, 明年) can be part of or overlap
 (下周二, 上周末, 三天前): scanning these alone finds exactly the shifts a full scan finds."""
 
+SHIFT_KINDS: Final = frozenset({DAY, WEEK, MONTH, YEAR})
+"""The kinds of a Chinese shift by whole days, weeks, months or years (昨天, 上周, 下个月,
+明年): what the recall block annotates."""
+
+# Each Chinese shift pattern matches only words of a finite list (a day word, a week
+# word then a week noun, a month word, a year word), so a shift a scan finds is one of
+# these words, found in the text: a text holding none of them holds no shift. One
+# search of their alternation (literals: the engine skips to the characters that can
+# start one) screens out most archived messages before their scan.
+_SHIFT_WORDS = (
+    *_DAY_WORDS,
+    *(w + n for w in _WEEK_WORDS for n in _WEEK_NOUNS),
+    *_MONTH_WORDS,
+    *_YEAR_WORDS,
+)
+_SHIFT_SCREEN = re.compile(_alt(set(_SHIFT_WORDS)))
+
+
+def may_hold_shift(text: str) -> bool:
+    """False only when `text` holds no Chinese shift (:data:`SHIFT_KINDS`) for any
+    anchor: a scan of it then finds none (exact; a True may still find none)."""
+    return _SHIFT_SCREEN.search(text) is not None
+
 
 def find_expressions(
     text: str,
@@ -444,13 +476,17 @@ def find_expressions(
     if not text:
         return []
     hits: list[tuple[int, int, int, re.Match[str]]] = []
-    low = text.lower()
+    low: str | None = None  # lowered once, when an English pattern is asked for
     for n, pattern in enumerate(_PATTERNS):
         if (kinds is not None and pattern.name not in kinds) or (
             lang is not None and pattern.lang != lang
         ):
             continue
-        within = low if pattern.lang == "en" else text
+        within = text
+        if pattern.lang == "en":
+            if low is None:
+                low = text.lower()
+            within = low
         if pattern.gate and not any(g in within for g in pattern.gate):
             continue
         for m in pattern.regex.finditer(text):
