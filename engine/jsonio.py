@@ -244,14 +244,15 @@ def write_json_atomic(path: Path, obj: Any) -> None:
     write_bytes_atomic(path, dumps_json(obj))
 
 
-def append_jsonl(path: Path, record: Any) -> int:
-    """Durably append ``record`` as one compact JSON line; the bytes written.
+def append_jsonl(path: Path, record: Any, *more: Any) -> int:
+    """Durably append ``record`` (and each of ``more``) as one compact JSON line each;
+    the bytes written.
 
-    One ``O_APPEND`` write per record, then fsync. If a previous writer crashed
-    mid-line (file does not end in LF) a newline is written first so the torn
+    One ``O_APPEND`` write for all of them, then one fsync. If a previous writer
+    crashed mid-line (file does not end in LF) a newline is written first so the torn
     line never swallows this record; readers skip the torn line.
     """
-    line = orjson.dumps(record) + b"\n"
+    line = b"".join(orjson.dumps(r) + b"\n" for r in (record, *more))
     created = not path.exists()
     if not created and path.stat().st_size > 0:
         with path.open("rb") as fh:

@@ -189,9 +189,8 @@ async def _recall(
         note_round(state, outcome)
         rs.remember_message(message_id)
         rs.save()
-        if outcome.ran:
-            state.store.append_stats(outcome.recall_record)
-            state.store.append_stats(outcome.block_record)
+        if outcome.ran:  # the round's two records, in one durable write
+            state.store.append_stats(outcome.recall_record, outcome.block_record)
         return outcome
 
     with ctx.commit_guard():

@@ -467,9 +467,9 @@ class SessionStore:
             except (StoreError, OSError):
                 continue  # unreadable: the row stays; recall reports the folder on a pick
 
-    def append_stats(self, record: Mapping[str, Any]) -> bool:
-        """Append one telemetry record to ``stats.jsonl`` (durable); False if it could
-        not be written.
+    def append_stats(self, record: Mapping[str, Any], *more: Mapping[str, Any]) -> bool:
+        """Append telemetry records to ``stats.jsonl`` (durable: one write, one fsync);
+        False if they could not be written.
 
         Telemetry never fails the operation it describes (reference §1.6, v1.4.1): an
         archive already committed must be answered, not turned into an error because
@@ -478,9 +478,9 @@ class SessionStore:
         """
         try:
             self.materialize()
-            append_stats(self.paths.stats, record)
+            append_stats(self.paths.stats, record, *more)
         except OSError as exc:
-            self.stats_failures += 1
+            self.stats_failures += 1 + len(more)
             if self.on_stats_error is not None:
                 self.on_stats_error(exc)
             return False

@@ -1,7 +1,9 @@
 """``stats.jsonl``: the session's telemetry, one JSON object per line.
 
-Appends are durable (fsync per record) because the reference's report tools
-and selfcheck read them after crashes; a torn last line is skipped on read.
+Appends are durable (fsynced before the operation they describe is answered) because
+the reference's report tools and selfcheck read them after crashes; a torn last line is
+skipped on read. The records of one operation (a recall round's ``recall`` and
+``recall-block``) go in one write and one fsync: the same lines, one wait for the disk.
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ from engine.jsonio import append_jsonl
 __all__ = ["append_stats", "read_jsonl", "read_jsonl_tail"]
 
 
-def append_stats(path: Path, record: Mapping[str, Any]) -> None:
-    """Append one telemetry record (must be a JSON object)."""
-    if not isinstance(record, Mapping):
+def append_stats(path: Path, record: Mapping[str, Any], *more: Mapping[str, Any]) -> None:
+    """Append telemetry records (each must be a JSON object), in order, one line each."""
+    records = (record, *more)
+    if not all(isinstance(r, Mapping) for r in records):
         raise TypeError("a stats record must be a mapping")
-    append_jsonl(path, dict(record))
+    append_jsonl(path, *(dict(r) for r in records))
 
 
 def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:

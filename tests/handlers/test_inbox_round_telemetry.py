@@ -1,0 +1,124 @@
+"""A recall round's telemetry: its `recall` and `recall-block` records reach
+`stats.jsonl` in one durable write (one append, one fsync) before the answer, as the
+same lines two appends would have written."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from engine import jsonio
+from engine.jsonio import FsOps, append_jsonl
+from engine.store import open_session
+from engine.store.stats import append_stats, read_jsonl
+from tests.engine.recall_fixtures import BASE_MS, write_folders
+from tests.rofmd.eviction_harness import core
+
+SID = "telemetry"
+
+
+class _Appends(FsOps):
+    """The real filesystem, noting every durable append (path, bytes)."""
+
+    def __init__(self) -> None:
+        self.appends: list[tuple[Path, bytes]] = []
+
+    def append_sync(self, path: Path, data: bytes) -> None:
+        self.appends.append((path, data))
+        super().append_sync(path, data)
+
+
+@contextmanager
+def _noting() -> Iterator[_Appends]:
+    saved = jsonio.fs
+    jsonio.fs = noted = _Appends()
+    try:
+        yield noted
+    finally:
+        jsonio.fs = saved
+
+
+def _ask(text: str, mid: str, time_ms: int) -> dict[str, Any]:
+    message = {
+        "id": mid,
+        "role": "user",
+        "content": [{"type": "text", "text": text}],
+        "source": {"kind": "user"},
+    }
+    return {"session": {"id": SID}, "message": message, "time": time_ms}
+
+
+def test_records_of_one_call_are_one_append_of_their_lines(tmp_path: Path) -> None:
+    first, second = {"type": "recall", "round": 1, "名": "回忆"}, {"type": "recall-block"}
+    apart, together = tmp_path / "apart.jsonl", tmp_path / "together.jsonl"
+    append_stats(apart, first)
+    append_stats(apart, second)
+    with _noting() as noted:
+        append_stats(together, first, second)
+    assert together.read_bytes() == apart.read_bytes()
+    assert [p for p, _ in noted.appends] == [together]
+    assert list(read_jsonl(together)) == [first, second]
+
+
+def test_a_torn_tail_still_gets_its_newline_before_the_records(tmp_path: Path) -> None:
+    path = tmp_path / "stats.jsonl"
+    path.write_bytes(b'{"type":"recall","ro')  # a crash tore the last line
+    assert append_jsonl(path, {"a": 1}, {"b": 2}) == len(b'\n{"a":1}\n{"b":2}\n')
+    assert path.read_bytes() == b'{"type":"recall","ro\n{"a":1}\n{"b":2}\n'
+    assert list(read_jsonl(path)) == [{"a": 1}, {"b": 2}]
+
+
+def test_a_record_that_is_no_mapping_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "stats.jsonl"
+    with pytest.raises(TypeError):
+        append_stats(path, {"type": "recall"}, ["not", "a", "record"])  # type: ignore[arg-type]
+    assert not path.exists()
+
+
+def test_a_failed_write_counts_every_record_it_held(tmp_path: Path) -> None:
+    store = open_session(tmp_path, "s1")
+    store.paths.stats.mkdir(parents=True)  # every append now fails
+    errors: list[OSError] = []
+    store.on_stats_error = errors.append
+    assert not store.append_stats({"type": "recall"}, {"type": "recall-block"})
+    assert store.stats_failures == 2
+    assert len(errors) == 1
+
+
+async def test_a_round_writes_its_two_records_in_one_durable_append(tmp_path: Path) -> None:
+    root = tmp_path / "mem"
+    async with core(root) as c:
+        await c.call("prompt/sections", {"session": {"id": SID}})  # opens the store
+        state = await c.app.sessions.get(SID)
+        folders = [
+            {
+                "createdAt": BASE_MS + i * 60_000,
+                "alpha": 0.8,
+                "keywords": ["星港项目", f"词{i}"],
+                "messages": [{"role": "user", "content": f"星港项目第{i}条，昨天定的"}],
+            }
+            for i in range(4)
+        ]
+        write_folders(state.store, folders)
+        stats = state.store.paths.stats
+        rounds = 0
+        for n, text in enumerate(["星港项目怎么样了", "星港项目 词2", "完全无关的话"]):
+            with _noting() as noted:
+                answer = await c.call(
+                    "agent/inbox/inserted", _ask(text, f"m{n}", BASE_MS + 10**7 + n)
+                )
+            assert isinstance(answer["sections"], list)
+            assert bool(answer["recalled"]) == (n == 0)
+            to_stats = [data for path, data in noted.appends if path == stats]
+            assert len(to_stats) == 1, noted.appends
+            lines = to_stats[0].splitlines()
+            assert [orjson.loads(line)["type"] for line in lines] == ["recall", "recall-block"]
+            rounds += 1
+        written = [r for r in read_jsonl(stats) if r["type"] in ("recall", "recall-block")]
+        assert [r["type"] for r in written] == ["recall", "recall-block"] * rounds
+        assert [r["round"] for r in written[::2]] == [1, 2, 3]
