@@ -297,7 +297,10 @@ class RecallState:
     block: str = ""
     round: int = 0
     lanes: Lanes = field(default_factory=Lanes)
-    ledger: dict[str, list[float]] = field(default_factory=dict)  # id -> [round, α]
+    ledger: dict[str, list[float]] = field(default_factory=dict)
+    """id -> [last surfaced round (an int), α]: already the form the file holds, so a save
+    copies the mapping without rebuilding it. An entry is replaced, never changed in
+    place: the document the last save committed shares its lists."""
     counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_COUNTERS, 0))
     degraded: bool = False
     config_fingerprint: str = ""
@@ -392,7 +395,7 @@ class RecallState:
         go first, the lowest α first among those, then id. Returns the evicted ids.
         """
         self.ledger.pop(fid, None)
-        self.ledger[fid] = [float(self.round), float(alpha)]
+        self.ledger[fid] = [self.round, float(alpha)]
         if max_entries <= 0 or len(self.ledger) <= max_entries:
             return []
         over = len(self.ledger) - max_entries
@@ -431,7 +434,7 @@ class RecallState:
             "configFingerprint": self.config_fingerprint,
             "lanesFingerprint": self.lanes_fingerprint,
             "lanes": self.lanes.to_json(),
-            "ledger": {k: [int(v[0]), v[1]] for k, v in self.ledger.items()},
+            "ledger": dict(self.ledger),
             "counters": dict(self.counters),
             "degraded": self.degraded,
             "currentIds": [a.id for a in self.additions if a.current_query],
@@ -478,7 +481,7 @@ class RecallState:
         if isinstance(ledger, dict):
             for k, v in ledger.items():
                 if isinstance(v, list) and len(v) == 2:
-                    state.ledger[str(k)] = [float(_int(v[0])), _num(v[1])]
+                    state.ledger[str(k)] = [_int(v[0]), _num(v[1])]
         counters = d.get("counters")
         if isinstance(counters, dict):
             for k, v in counters.items():
