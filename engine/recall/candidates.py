@@ -62,7 +62,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, count, repeat
 from operator import is_not
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -71,7 +71,7 @@ from engine.config import MemoryConfig
 from engine.keywords import contains_term, keys_match, match_key
 from engine.recall.assistant_said import AssistantQuery
 from engine.recall.query import Query
-from engine.recall.tag_index import KINDS, TagIndex, form_keys, tag_index_params
+from engine.recall.tag_index import KINDS, FolderTables, TagIndex, form_keys, tag_index_params
 from engine.store.index_entry import IndexEntry
 from engine.tokenizer import CJK_CLASS
 
@@ -79,6 +79,7 @@ __all__ = [
     "AssistantMatches",
     "CandidateIndex",
     "Folder",
+    "FolderRow",
     "Matches",
     "Seed",
     "index_params",
@@ -87,11 +88,30 @@ __all__ = [
 _CJK_PAIR = re.compile(f"[{CJK_CLASS}]{{2}}")
 
 
-class Folder(NamedTuple):
-    """What recall needs of one scored folder (from its index entry). A tuple: 10^5 of
-    them are made on every build and restore, at a fifth of a frozen dataclass's cost.
-    Its keywords and phrases are the entry's own sequences (an entry is immutable, and
-    a copy of each was a tenth of the index's memory)."""
+class Folder(Protocol):
+    """What recall needs of one scored folder (from its index entry). A store's entry
+    (`IndexEntry`: immutable, its fields validated) is its own folder, read by the same
+    names: 10^5 tuples made on every build and restore were a third of a restore's time
+    and a tenth of the index's memory. Any other entry (tests, tools; an entry whose β is
+    -0.0, which recall reads as 0.0) gets a `FolderRow`."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def alpha(self) -> float: ...
+    @property
+    def beta(self) -> float: ...
+    @property
+    def created_at(self) -> int: ...
+    @property
+    def keywords(self) -> Sequence[str]: ...
+    @property
+    def assistant(self) -> Sequence[str]: ...
+
+
+class FolderRow(NamedTuple):
+    """A `Folder` made from an entry's values (its keywords and phrases are the entry's
+    own sequences)."""
 
     id: str
     alpha: float
@@ -178,9 +198,21 @@ def _signature(entry: Any) -> tuple[Any, ...]:
 _new = tuple.__new__
 
 
+def _is_own_folder(entry: Any) -> bool:
+    """Whether `entry` reads as its `Folder` (see there)."""
+    return type(entry) is IndexEntry and not _negative_zero(entry.beta)
+
+
+def _negative_zero(value: float) -> bool:
+    return value == 0.0 and math.copysign(1.0, value) < 0
+
+
 def _make_folder(entry: Any) -> Folder:
-    folder: Folder = _new(
-        Folder,
+    if _is_own_folder(entry):
+        own: Folder = entry
+        return own
+    folder: FolderRow = _new(
+        FolderRow,
         (
             entry.id,
             float(entry.alpha),
@@ -195,29 +227,19 @@ def _make_folder(entry: Any) -> Folder:
 
 _ID = operator.attrgetter("id")
 _SCORED = operator.attrgetter("scored")
-_ALPHA = operator.attrgetter("alpha")
 _BETA = operator.attrgetter("beta")
-_CREATED = operator.attrgetter("createdAt")
-_KEYWORDS = operator.attrgetter("keywords")
-_ASSISTANT = operator.attrgetter("assistantKeywords")
 
 
 def _make_folders(entries: list[Any]) -> list[Folder]:
-    """`_make_folder` of each entry; for the store's entries (`IndexEntry`, whose fields
-    are validated: α, β floats, ``createdAt`` an int, keyword lists) field by field, at
-    C speed."""
+    """`_make_folder` of each entry; for the store's entries (`IndexEntry`) the entries
+    themselves, at C speed, but for the few whose β is zero and -0.0."""
     if not entries or set(map(type, entries)) != {IndexEntry}:
         return list(map(_make_folder, entries))
-    columns = zip(
-        map(_ID, entries),
-        map(_ALPHA, entries),
-        [b or 0.0 for b in map(_BETA, entries)],
-        map(_CREATED, entries),
-        [k or () for k in map(_KEYWORDS, entries)],
-        [a or () for a in map(_ASSISTANT, entries)],
-        strict=True,
-    )
-    return list(map(_new, repeat(Folder), columns))
+    folders: list[Folder] = list(entries)
+    for n in compress(count(), map(operator.not_, map(_BETA, entries))):
+        if math.copysign(1.0, entries[n].beta) < 0:
+            folders[n] = _make_folder(entries[n])
+    return folders
 
 
 CHANNEL_SEP = "\x00"
@@ -485,28 +507,39 @@ class CandidateIndex:
         at = arrays["f.at"].tolist()
         if len(at) != len(labels) + 1 or at[0] != 0 or at[-1] != len(keys_of):
             raise ValueError("form keys do not fit their labels")
-        sets: list[tuple[tuple[str, ...], ...]] = []
         flat = arrays["s.lab"].tolist()
         _check_numbers(arrays["s.lab"], len(labels), "a label of a set")
-        for a, b in itertools.pairwise(arrays["s.at"].tolist()):
-            per_kind: list[list[str]] = [[] for _ in KINDS]
-            for lid in flat[a:b]:
-                per_kind[kinds[lid]].append(labels[lid])
-            sets.append(tuple(map(tuple, per_kind)))
+        set_at = arrays["s.at"].tolist()
         labelled = arrays["t.of"]
         set_ids = arrays["t.set"]
         if len(set_ids) != len(labelled):
             raise ValueError("labelled folders do not fit their sets")
         _check_numbers(labelled, count, "a labelled folder")
-        _check_numbers(set_ids, len(sets), "a label set")
+        _check_numbers(set_ids, max(len(set_at) - 1, 0), "a label set")
+
+        def folder_tables() -> FolderTables:
+            """Each labelled folder's labels and each label's folders (checked above)."""
+            sets: list[tuple[tuple[str, ...], ...]] = []
+            for a, b in itertools.pairwise(set_at):
+                per_kind: list[list[str]] = [[] for _ in KINDS]
+                for lid in flat[a:b]:
+                    per_kind[kinds[lid]].append(labels[lid])
+                sets.append(tuple(map(tuple, per_kind)))
+            of = dict(
+                zip(map(fids.__getitem__, labelled), map(sets.__getitem__, set_ids), strict=True)
+            )
+            tables = (
+                (KINDS[kind], label, map(fids.__getitem__, folders))
+                for kind, label, folders in zip(kinds, labels, members, strict=True)
+            )
+            return of, tables
+
         self.tags.restore(
-            dict(zip(map(fids.__getitem__, labelled), map(sets.__getitem__, set_ids), strict=True)),
             (
-                (KINDS[kind], label, map(fids.__getitem__, folders), keys_of[a:b])
-                for kind, label, folders, (a, b) in zip(
-                    kinds, labels, members, itertools.pairwise(at), strict=True
-                )
+                (KINDS[kind], label, keys_of[a:b])
+                for kind, label, (a, b) in zip(kinds, labels, itertools.pairwise(at), strict=True)
             ),
+            folder_tables,
         )
         return self
 
@@ -621,7 +654,8 @@ class CandidateIndex:
         runs of identical objects at C speed; at a difference, a new id is an added
         folder, an old id further on means the old folders before it were removed, the
         same id with other indexed fields (`_signature`) is a changed folder (removed
-        and added again), else it is kept. Kept folders keep their relative order (the
+        and added again), else it is kept (its folder made of the new entry: a store's
+        entry is its own folder, the same to recall). Kept folders keep their relative order (the
         store's index order is stable; anything else falls back), so their numbers
         shift by the insertions and removals before them: postings and category sets
         are renumbered from the first shifted folder on, by a monotone map, so postings
@@ -645,6 +679,7 @@ class CandidateIndex:
         added: list[int] = []
         removed: list[int] = []
         added_ids: set[str] = set()
+        renewed: list[int] = []  # kept, a new entry with the same signature
         changed = 0
         by_id = self.by_id
         i = j = p
@@ -674,6 +709,7 @@ class CandidateIndex:
                 removed.extend(range(i, n))
                 if _signature(old[n]) == _signature(entry):
                     runs.append((n, n + 1, j))
+                    renewed.append(j)
                 else:
                     removed.append(n)
                     added.append(j)
@@ -739,6 +775,8 @@ class CandidateIndex:
             if by_id.get(fid) == n:
                 del by_id[fid]
         self.folders[p:old_end] = mid_folders
+        for m in renewed:  # the same to recall, but an entry is its own folder
+            self.folders[m] = _make_folder(new[m])
         self._entries = new
         for m in added:
             by_id[self.folders[m].id] = m

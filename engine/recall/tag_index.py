@@ -21,8 +21,9 @@ X家 also by X的家.
 from __future__ import annotations
 
 import functools
+import threading
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -38,6 +39,11 @@ KINDS: Final = ("event", "location", "person")
 """The label kinds, in the order the answers list them."""
 
 _HOME_MENTIONS: Final = tuple(sorted(HOME_FORMS - {HOME}))
+
+FolderTables = tuple[
+    dict[str, tuple[tuple[str, ...], ...]], Iterable[tuple[str, str, Iterable[str]]]
+]
+"""Each labelled folder's labels per kind, and each label's folders (kind, label, ids)."""
 
 
 def _kind_config(cfg: MemoryConfig, kind: str) -> Any:
@@ -73,6 +79,9 @@ class TagIndex:
         # and how many forms have each length; kept as labels appear and disappear
         self._forms: dict[str, list[tuple[str, str]]] = {}
         self._form_lens: Counter[int] = Counter()
+        # a restore's folder tables, made when first needed (`restore`)
+        self._pending: Callable[[], FolderTables] | None = None
+        self._settling = threading.Lock()
 
     # -- building ---------------------------------------------------------------------
     def labels_of_entry(self, entry: Any) -> tuple[tuple[str, ...], ...]:
@@ -98,6 +107,7 @@ class TagIndex:
         labels = self.labels_of_entry(entry)
         if not any(labels):
             return
+        self._settle()
         fid = str(entry.id)
         if fid in self._of:
             self.remove(fid)
@@ -113,23 +123,43 @@ class TagIndex:
 
     def restore(
         self,
-        of: dict[str, tuple[tuple[str, ...], ...]],
-        tables: Iterable[tuple[str, str, Iterable[str], Iterable[str]]],
+        labels: Iterable[tuple[str, str, Iterable[str]]],
+        folders: Callable[[], FolderTables],
     ) -> None:
         """Fill an empty index with what adding its folders in order made (a restore:
-        `engine.recall.candidate_snapshot`): each folder's labels, and each label (kind,
-        label, its folders in order, its form keys: `form_keys`) in the order the labels
-        first appeared."""
-        self._of = of
+        `engine.recall.candidate_snapshot`): each label (kind, label, its form keys:
+        `form_keys`) in the order the labels first appeared, and what `folders` makes,
+        each labelled folder's labels and each label's folders in order. A message's
+        mentions need only the forms; the folder tables are made when first asked for
+        (a tag filter that found a label, a change of the index), so a restart's first
+        round does not wait for them. `folders` must not fail: the caller checked what
+        it reads."""
         forms, lens = self._forms, self._form_lens
-        for kind, label, members, keys in tables:
-            self._ids[kind][label] = set(members)
+        for kind, label, keys in labels:
             for key in keys:
                 forms.setdefault(key, []).append((kind, label))
                 lens[len(key)] += 1
+        self._pending = folders
+
+    def _settle(self) -> None:
+        """Make a restore's folder tables, if they are still to be made (readers on other
+        threads wait for them, and see them whole)."""
+        if self._pending is None:
+            return
+        with self._settling:
+            pending = self._pending
+            if pending is None:
+                return
+            of, tables = pending()
+            ids: dict[str, dict[str, set[str]]] = {k: {} for k in KINDS}
+            for kind, label, members in tables:
+                ids[kind][label] = set(members)
+            self._of, self._ids = of, ids
+            self._pending = None
 
     def remove(self, folder_id: str) -> None:
         """Forget one folder (nothing when it carried no label)."""
+        self._settle()
         labels = self._of.pop(folder_id, None)
         if labels is None:
             return
@@ -165,14 +195,17 @@ class TagIndex:
 
     def counts(self, kind: str) -> dict[str, int]:
         """Every label of `kind` and how many folders carry it."""
+        self._settle()
         return {label: len(ids) for label, ids in self._ids[kind].items()}
 
     def folders(self, kind: str, label: str) -> frozenset[str]:
         """The folders carrying `label` (empty when unknown)."""
+        self._settle()
         return frozenset(self._ids[kind].get(label, ()))
 
     def union(self, kind: str, labels: Iterable[str]) -> frozenset[str]:
         """The folders carrying any of `labels` (OR within a kind)."""
+        self._settle()
         table = self._ids[kind]
         out: set[str] = set()
         for label in labels:
@@ -181,6 +214,7 @@ class TagIndex:
 
     def labels_by_folder(self) -> Mapping[str, tuple[tuple[str, ...], ...]]:
         """Every labelled folder's labels per kind (for tests and tools)."""
+        self._settle()
         return dict(self._of)
 
     def mentions(self, text: str, kinds: Iterable[str], max_per_kind: int) -> list[Mention]:

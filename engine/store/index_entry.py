@@ -31,8 +31,8 @@ from __future__ import annotations
 import math
 import operator
 import sys
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from engine.store.records import INDEX_FIELDS, IndexFields, to_json_dict
 
@@ -287,6 +287,22 @@ class IndexEntry(_Fields):
     docstring). Immutable: a change is a new entry."""
 
     __slots__ = ()
+
+    # read as recall's `engine.recall.candidates.Folder` (an entry is its own folder)
+    if TYPE_CHECKING:
+
+        @property
+        def created_at(self) -> int:
+            """``createdAt``."""
+            ...
+
+    else:
+        created_at = _Fields.createdAt
+
+    @property
+    def assistant(self) -> Sequence[str]:
+        """``assistantKeywords``, or none."""
+        return self.assistantKeywords or ()
 
     def __new__(cls, **fields: Any) -> IndexEntry:
         return entry_from_row(fields)

@@ -32,6 +32,7 @@ from engine.recall.candidate_snapshot import (
 )
 from engine.recall.fair import Pick
 from engine.relevance.snapshot import SnapshotError
+from engine.store.index_entry import IndexEntry, entry_from_row
 from tests.engine.recall_fixtures import BASE_MS, Entry, new_store, write_folders
 from tests.engine.test_recall_index_incremental import (
     ALPHAS,
@@ -149,6 +150,63 @@ def test_a_restored_index_is_a_fresh_build(
     back = restored(tmp, ix, entries, cfg)
     assert back.version == "v" and back.saved and not back.unsaved
     assert_fresh(back, entries, cfg)
+
+
+def store_entry(entry: Entry, beta: float) -> IndexEntry:
+    """`entry` as the store holds it (an `IndexEntry`, its own recall folder), with β
+    `beta`."""
+    row = {k: v for k, v in dataclasses.asdict(entry).items() if v is not None}
+    return entry_from_row({**row, "beta": beta})
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    cfg=st.sampled_from(CONFIGS),
+    entries=st.lists(entry_st, max_size=16),
+    betas=st.lists(st.sampled_from([0.0, -0.0, 1.5, -2.0]), min_size=16, max_size=16),
+    batches=st.lists(st.lists(op_st, min_size=1, max_size=4), max_size=4),
+)
+def test_a_restored_index_of_store_entries_is_a_fresh_build_and_updates_as_one(
+    tmp_path_factory: pytest.TempPathFactory,
+    cfg: MemoryConfig,
+    entries: list[Entry],
+    betas: list[float],
+    batches: list[list[tuple[Any, ...]]],
+) -> None:
+    """Over the store's entries, which are their own folders (a β of -0.0 read as 0.0),
+    restored with its tag tables still to be made: the fresh build's, and after each
+    change applied in place (the first of which makes the tables) what the same changes
+    make of a built index, and a fresh build's structures."""
+    tmp = tmp_path_factory.mktemp("snap")
+    rows = [store_entry(e, b) for e, b in zip(entries, betas, strict=False)]
+    back = restored(tmp, CandidateIndex(rows, cfg, 0), rows, cfg)
+    for folder in back.folders:
+        assert math.copysign(1.0, folder.beta) > 0 or folder.beta != 0  # never -0.0
+    for n, e in enumerate(back.entries()):
+        f = back.folders[n]
+        assert (f.id, f.alpha, f.created_at, list(f.keywords)) == (
+            e.id,
+            e.alpha,
+            e.createdAt,
+            e.keywords,
+        )
+        assert list(f.assistant) == (e.assistantKeywords or [])
+    assert_fresh(back, rows, cfg)
+    built = CandidateIndex(rows, cfg, 0)
+    current = rows
+    for batch in batches:
+        plain = [Entry(**{k: getattr(e, k) for k in Entry.__dataclass_fields__}) for e in current]
+        for op in batch:
+            plain = apply(plain, op)
+        current = [store_entry(e, e.beta) for e in plain]
+        for ix in (back, built):
+            assert ix.update(current, cfg, None, max_changes=math.inf)
+        fresh = CandidateIndex(current, cfg)
+        assert structure(back) == structure(built) == structure(fresh)
+        # labels in the order the updates left them (a changed folder's come last)
+        assert tags_of(back) == tags_of(built)
+        for text in QUERIES:
+            assert observe(back, text, cfg, 0.0) == observe(fresh, text, cfg, 0.0)
 
 
 def _loader(index: CandidateIndex) -> Any:
