@@ -16,9 +16,10 @@ an entry takes 2 bytes, where a term id, a tf byte and each passage's normalisat
 took 5. The folder index reads a folder's text terms back from here instead of keeping
 its own copy. A query gathers the runs of the few folders being reranked and computes
 the tf parts of their matching entries then, at the average passage length quantised
-like the folder index does (those of a tf of 1 from a small table by passage length,
-kept until that average moves); a passage's score sums its entries in stored order, so
-it does not depend on where the folder sits in the arrays or on the index's history.
+like the folder index does (those of the small tfs from a small table by tf and
+passage length, kept until that average moves); a passage's score sums its entries in
+stored order, so it does not depend on where the folder sits in the arrays or on the
+index's history.
 
 A passage that asks (`engine.relevance.analyzer.search_passages`: the sentences of a
 line ending in ``?``) is kept like any other (its terms count for the folder and for the
@@ -55,7 +56,8 @@ _STEPS_PER_DOUBLING = 8
 _COMPACT_DEAD_SHARE = 1 / 3
 _NARROW = "H"  # entries' term ids in 2 bytes while every term id fits ...
 _NARROW_MAX = 0xFFFF  # ... and in 4 from the first that does not
-_ONES_MAX = 1 << 12  # passage lengths the table of tf parts of a tf of 1 covers
+_ONES_MAX = 1 << 12  # passage lengths the table of tf parts covers ...
+_TF_ROWS = 8  # ... of the tfs below this
 
 
 def quantise_length(avg: float) -> float:
@@ -147,8 +149,9 @@ class PassageStore:
         self._lut: npt.NDArray[np.int32] = np.full(0, -1, dtype=np.int32)
         self._views: tuple[npt.NDArray[Any], ...] | None = None
         self._idfs: dict[int, float] = {}
-        # the tf part of a tf of 1 per passage length, at the average it was made for
-        self._ones: tuple[float, npt.NDArray[np.float32]] = (0.0, np.zeros(0, np.float32))
+        # the tf parts of the tfs below `_TF_ROWS` per passage length (a row per tf,
+        # flattened), at the average it was made for
+        self._tf_table: tuple[float, npt.NDArray[np.float32]] = (0.0, np.zeros(0, np.float32))
 
     def __contains__(self, doc: object) -> bool:
         return isinstance(doc, int) and self._slot_of(doc) >= 0
@@ -450,24 +453,39 @@ class PassageStore:
         found = (x_at[at] == entries).nonzero()[0]
         return found, x_tf[at[found]]
 
-    def _ones_parts(self, lengths: npt.NDArray[Any]) -> npt.NDArray[np.float32]:
-        """:func:`tf_parts` of a tf of 1 in passages of `lengths` at `_avg_q`, read from a
-        table by length while the lengths are short (the same floats: the same operations
-        on each length; nineteen entries in twenty have a tf of 1)."""
-        avg, table = self._ones
+    def _entry_parts(
+        self,
+        lengths: npt.NDArray[Any],
+        at: npt.NDArray[np.intp],
+        tf: npt.NDArray[np.int32],
+    ) -> npt.NDArray[np.float32]:
+        """:func:`tf_parts` at `_avg_q` of entries in passages of `lengths`, each of a tf
+        of 1 but those at `at` (of the tfs `tf`). Read from one table by tf and length
+        while both are small, computed otherwise: the same floats (the same operations on
+        each tf and length), where looking up a tf of 1 and computing the others took a
+        dozen NumPy calls a query (nineteen entries in twenty have a tf of 1, lines are
+        short)."""
         top = int(lengths.max())
-        if top < _ONES_MAX and (avg != self._avg_q or top >= table.size):
-            size = max(top + 1, 2 * table.size if avg == self._avg_q else 0, 64)
-            sizes = np.arange(min(size, _ONES_MAX), dtype=np.int64)
-            table = tf_parts(np.ones(sizes.size, dtype=np.int64), length_norms(sizes, self._avg_q))
-            self._ones = (self._avg_q, table)
-        out: npt.NDArray[np.float32]
-        if top < table.size:
-            out = table[lengths]
-        else:
-            out = tf_parts(
+        big = bool(tf.size) and int(tf.max()) >= _TF_ROWS
+        if top >= _ONES_MAX or big:
+            parts = tf_parts(
                 np.ones(lengths.size, dtype=np.int64), length_norms(lengths, self._avg_q)
             )
+            if at.size:
+                parts[at] = tf_parts(tf, length_norms(lengths[at], self._avg_q))
+            return parts
+        avg, table = self._tf_table
+        width = table.size // _TF_ROWS
+        if avg != self._avg_q or top >= width:
+            width = min(max(top + 1, 2 * width if avg == self._avg_q else 0, 64), _ONES_MAX)
+            sizes = np.arange(width, dtype=np.int64)
+            tfs = np.arange(_TF_ROWS, dtype=np.int64)[:, None]
+            table = tf_parts(tfs, length_norms(sizes, self._avg_q)[None, :]).reshape(-1)
+            self._tf_table = (self._avg_q, table)
+        flat = lengths + width  # row 1: a tf of 1
+        if at.size:
+            flat[at] += (tf - 1) * width
+        out: npt.NDArray[np.float32] = table[flat]
         return out
 
     def best(self, docs: Sequence[int], tids: Sequence[int]) -> npt.NDArray[np.float64]:
@@ -527,11 +545,8 @@ class PassageStore:
                 return out
         idf = np.array([self._idf(t) for t in q])
         plens = plen_v[passage]
-        w = self._ones_parts(plens)
         at, tf = self._exceptions(entry, x_at_v, x_tf_v)
-        if at.size:
-            w[at] = tf_parts(tf, length_norms(plens[at], self._avg_q))
-        w = w * idf[pos[hit]]
+        w = self._entry_parts(plens, at, tf) * idf[pos[hit]]
         # the matched entries come grouped by passage, the passages by folder (runs in
         # pool order): a sum per passage, then a maximum per folder
         group = _starts(passage)

@@ -305,3 +305,46 @@ def test_best_passage_is_the_textbook_formula_at_every_length(
             got = store.best(docs, query).tolist()
             assert got == [expected(d, query) for d in docs], (step, query)
         add(len(rows), 40)  # a long passage moves the average
+
+
+@pytest.mark.parametrize("table_max", [passages._ONES_MAX, 70])
+def test_best_passage_tf_parts_of_every_tf_match_the_formula(
+    monkeypatch: pytest.MonkeyPatch, table_max: int
+) -> None:
+    """The tf parts of a passage's entries are read from a table by tf and passage
+    length (tfs below `_TF_ROWS`, lengths the table covers) or computed (a larger tf or
+    length): the float32 of BM25's formula either way, summed per passage as the
+    passages' sums are, whatever tf an entry has."""
+    monkeypatch.setattr(passages, "_ONES_MAX", table_max)
+    store = PassageStore()
+    rows: dict[int, list[list[int]]] = {}
+    tfs = list(range(1, passages._TF_ROWS + 3))  # across the table's last row
+    for doc, (tf, filler) in enumerate((tf, f) for tf in tfs for f in (0, 3, 60, 90)):
+        # term 0 `tf` times, term 1 once, term 2 twice, fillers 3.. after them
+        passage = [0] * tf + [1, 2, 2] + list(range(3, 3 + filler))
+        rows[doc] = [passage, [1, 3]]
+        store.add(doc, rows[doc])
+    store.settle()
+    n = sum(len(r) for r in rows.values())
+    lengths = [len(p) for r in rows.values() for p in r]
+    avg = 2 ** (round(math.log2(sum(lengths) / len(lengths)) * 8) / 8)
+
+    def expected(doc: int, query: list[int]) -> float:
+        best = 0.0
+        for p in rows[doc]:
+            counts = Counter(p)
+            ws = []
+            for t in counts:  # in the order terms first occur in the passage
+                if t in query:
+                    df = sum(t in q for r in rows.values() for q in r)
+                    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+                    tf = counts[t]
+                    part = np.float32(tf * 2.2 / (tf + 1.2 * (1 - 0.75 + 0.75 * len(p) / avg)))
+                    ws.append(float(part) * idf)
+            if ws:
+                best = max(best, float(np.add.reduceat(np.array(ws), [0])[0]))
+        return best
+
+    docs = sorted(rows)
+    for query in ([0], [0, 2], [0, 1, 2], [2, 5]):
+        assert store.best(docs, query).tolist() == [expected(d, query) for d in docs], query
