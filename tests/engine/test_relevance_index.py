@@ -259,6 +259,29 @@ def test_passages_after_any_changes_are_a_fresh_store(ops: list[Any], narrow_max
                 assert store.best(docs, query).tolist() == again.best(docs, query).tolist()
 
 
+def _best_by_formula(rows: dict[int, list[list[int]]], doc: int, query: list[int]) -> float:
+    """`doc`'s best passage score for `query`, the textbook way: BM25's tf part as float32
+    at the quantised average passage length, times the idf, summed per passage in the
+    order terms first occur in it."""
+    n = sum(len(r) for r in rows.values())
+    lengths = [len(p) for r in rows.values() for p in r]
+    avg = 2 ** (round(math.log2(sum(lengths) / len(lengths)) * 8) / 8)
+    best = 0.0
+    for p in rows[doc]:
+        counts = Counter(p)
+        ws = []
+        for t in counts:
+            if t in query:
+                df = sum(t in q for r in rows.values() for q in r)
+                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+                tf = counts[t]
+                part = np.float32(tf * 2.2 / (tf + 1.2 * (1 - 0.75 + 0.75 * len(p) / avg)))
+                ws.append(float(part) * idf)
+        if ws:
+            best = max(best, float(np.add.reduceat(np.array(ws), [0])[0]))
+    return best
+
+
 @pytest.mark.parametrize("table_max", [passages._ONES_MAX, 5])
 def test_best_passage_is_the_textbook_formula_at_every_length(
     monkeypatch: pytest.MonkeyPatch, table_max: int
@@ -277,25 +300,6 @@ def test_best_passage_is_the_textbook_formula_at_every_length(
         rows[doc] = [passage[:length], [0, 2]]
         store.add(doc, rows[doc])
 
-    def expected(doc: int, query: list[int]) -> float:
-        n = sum(len(r) for r in rows.values())
-        lengths = [len(p) for r in rows.values() for p in r]
-        avg = 2 ** (round(math.log2(sum(lengths) / len(lengths)) * 8) / 8)
-        best = 0.0
-        for p in rows[doc]:
-            tfs = Counter(p)
-            ws = []
-            for t in tfs:  # in the order terms first occur in the passage
-                if t in query:
-                    df = sum(t in q for r in rows.values() for q in r)
-                    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-                    tf = tfs[t]
-                    part = np.float32(tf * 2.2 / (tf + 1.2 * (1 - 0.75 + 0.75 * len(p) / avg)))
-                    ws.append(float(part) * idf)
-            if ws:
-                best = max(best, float(np.add.reduceat(np.array(ws), [0])[0]))
-        return best
-
     for doc, length in enumerate([1, 3, 4, 6, 9, 12]):
         add(doc, length)
     for step in range(2):
@@ -303,7 +307,7 @@ def test_best_passage_is_the_textbook_formula_at_every_length(
         docs = sorted(rows)
         for query in ([0], [1], [0, 1], [0, 1, 2, 7]):
             got = store.best(docs, query).tolist()
-            assert got == [expected(d, query) for d in docs], (step, query)
+            assert got == [_best_by_formula(rows, d, query) for d in docs], (step, query)
         add(len(rows), 40)  # a long passage moves the average
 
 
@@ -325,26 +329,8 @@ def test_best_passage_tf_parts_of_every_tf_match_the_formula(
         rows[doc] = [passage, [1, 3]]
         store.add(doc, rows[doc])
     store.settle()
-    n = sum(len(r) for r in rows.values())
-    lengths = [len(p) for r in rows.values() for p in r]
-    avg = 2 ** (round(math.log2(sum(lengths) / len(lengths)) * 8) / 8)
-
-    def expected(doc: int, query: list[int]) -> float:
-        best = 0.0
-        for p in rows[doc]:
-            counts = Counter(p)
-            ws = []
-            for t in counts:  # in the order terms first occur in the passage
-                if t in query:
-                    df = sum(t in q for r in rows.values() for q in r)
-                    idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-                    tf = counts[t]
-                    part = np.float32(tf * 2.2 / (tf + 1.2 * (1 - 0.75 + 0.75 * len(p) / avg)))
-                    ws.append(float(part) * idf)
-            if ws:
-                best = max(best, float(np.add.reduceat(np.array(ws), [0])[0]))
-        return best
-
     docs = sorted(rows)
     for query in ([0], [0, 2], [0, 1, 2], [2, 5]):
-        assert store.best(docs, query).tolist() == [expected(d, query) for d in docs], query
+        assert store.best(docs, query).tolist() == [
+            _best_by_formula(rows, d, query) for d in docs
+        ], query
