@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shutil
@@ -14,7 +15,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -26,11 +27,207 @@ def path_args(socket_path: Path, config_dir: Path, memory_root: Path) -> list[st
     return [arg for option, path in where.items() for arg in (option, str(path))]
 
 
+SPAWN_ENV = "ROFMD_TEST_SPAWN"
+"""``exec`` starts every harness daemon as ``python -m rofmd serve`` (the check that the
+forked daemons behave as exec'd ones do); ``fork``, the default, forks them (`Zygote`)."""
+
+
+class Process(Protocol):
+    """What the tests use of a daemon's process: a `subprocess.Popen`, or a `Forked`."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def send_signal(self, sig: int) -> None: ...
+
+    def kill(self) -> None: ...
+
+
+_ZYGOTE = r"""
+import os, select, signal, sys, traceback
+import orjson
+# everything `rofmd serve` imports, once (rofmd.cli.main.cmd_serve imports them lazily)
+import pydantic, rofmd.cli.main, rofmd.server.allocator, rofmd.server.daemon
+import rofmd.server.logs, rofmd.server.settings
+wake_r, wake_w = os.pipe()
+os.set_blocking(wake_w, False)
+signal.set_wakeup_fd(wake_w)
+signal.signal(signal.SIGCHLD, lambda *_: None)
+status_of = {}
+def reap():
+    while status_of:
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        if pid == 0:
+            return
+        path = status_of.pop(pid, None)
+        if path is not None:
+            with open(path + ".tmp", "w") as f:
+                f.write(str(os.waitstatus_to_exitcode(status)))
+            os.replace(path + ".tmp", path)
+def serve_one(req):
+    code = 70
+    try:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.close(wake_r)
+        os.close(wake_w)
+        fd = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        os.chdir(req["cwd"])
+        os.environ.clear()
+        os.environ.update(req["env"])
+        code = rofmd.cli.main.main(req["args"])
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+pending = b""
+while True:
+    try:
+        ready, _, _ = select.select([0, wake_r], [], [])
+    except InterruptedError:
+        continue
+    if wake_r in ready:
+        os.read(wake_r, 4096)
+        reap()
+    if 0 not in ready:
+        continue
+    chunk = os.read(0, 1 << 16)
+    if not chunk:
+        break
+    pending += chunk
+    while b"\n" in pending:
+        line, pending = pending.split(b"\n", 1)
+        req = orjson.loads(line)
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            serve_one(req)
+        status_of[pid] = req["status"]
+        sys.stdout.write(f"{pid}\n")
+        sys.stdout.flush()
+    reap()
+"""
+
+
+class Zygote:
+    """An interpreter that has imported what `rofmd serve` imports and forks a daemon
+    on request: a real, separate `rofmd serve` process (its own pid, signals, socket,
+    exit code) started without the ~1.3 s of CPU its imports cost each time. It runs on
+    the C library's malloc, as `rofmd serve` re-executes itself to (rofmd.server.allocator),
+    with one BLAS thread (no thread pool to fork). One per test process, on first use."""
+
+    _current: Zygote | None = None
+
+    def __init__(self) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(_DAEMON_ENV_PREFIXES)}
+        env.update(_ZYGOTE_ENV)
+        self.startup_env = _startup_env(env)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _ZYGOTE],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+
+    @classmethod
+    def shared(cls) -> Zygote:
+        if cls._current is None or cls._current.proc.poll() is not None:
+            cls._current = cls()
+            atexit.register(cls._current.close)
+        return cls._current
+
+    def fork(self, args: list[str], env: Mapping[str, str], log_path: Path) -> Forked:
+        """Fork `rofmd ARGS` with environment `env`, its output appended to `log_path`."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        status = Path(tempfile.mkdtemp(prefix="rofmd-z-", dir="/tmp")) / "exit"
+        req = {
+            "args": args,
+            "env": dict(env),
+            "log": str(log_path),
+            "cwd": os.getcwd(),
+            "status": str(status),
+        }
+        self.proc.stdin.write(orjson.dumps(req) + b"\n")
+        self.proc.stdin.flush()
+        return Forked(int(self.proc.stdout.readline()), status)
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=10)
+
+
+class Forked:
+    """A daemon forked by the `Zygote` (not a child of this process): its exit code is
+    the one the zygote reaped and wrote to `status`."""
+
+    def __init__(self, pid: int, status: Path) -> None:
+        self.pid = pid
+        self.status = status
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None and self.status.exists():
+            self.returncode = int(self.status.read_text())
+            shutil.rmtree(self.status.parent, ignore_errors=True)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while (code := self.poll()) is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"rofmd serve (pid {self.pid})", timeout or 0)
+            time.sleep(0.002)
+        return code
+
+    def send_signal(self, sig: int) -> None:
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+_DAEMON_ENV_PREFIXES = ("ROFMD_", "NOTIFY_", "LISTEN_")
+_ZYGOTE_ENV = {"PYTHONMALLOC": "malloc", "PYTHONUNBUFFERED": "1", "OPENBLAS_NUM_THREADS": "1"}
+"""The interpreter settings a forked daemon has from its zygote."""
+
+_STARTUP_PREFIXES = ("PYTHON", "LD_", "MALLOC", "OPENBLAS", "OMP_", "MKL_")
+"""Variables read when an interpreter (or the C library under it) starts, not later: a
+forked daemon has its zygote's, so a test that sets another (a sitecustomize on
+PYTHONPATH, another allocator) gets an exec'd daemon."""
+
+
+def _startup_env(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith(_STARTUP_PREFIXES)}
+
+
 @dataclass
 class DaemonProcess:
     """A running daemon and the directories it uses."""
 
-    proc: subprocess.Popen[bytes]
+    proc: Process
     socket_path: Path
     config_dir: Path
     memory_root: Path
@@ -128,7 +325,7 @@ class LineSocket:
         self.sock.close()
 
 
-def wait_ready(path: Path, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+def wait_ready(path: Path, proc: Process, timeout: float = 20.0) -> None:
     """Poll until the daemon answers ping, or fail with its output."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -154,8 +351,11 @@ def running_daemon(
     config: Mapping[str, Any] | None = None,
     args: list[str] | None = None,
     base: Path | None = None,
+    spawn: str | None = None,
 ) -> Iterator[DaemonProcess]:
-    """Start `python -m rofmd serve` with private directories; stop it afterwards."""
+    """Start `rofmd serve` with private directories; stop it afterwards. ``spawn``:
+    ``fork`` from the `Zygote` (the default, unless $ROFMD_TEST_SPAWN says ``exec``) or
+    ``exec`` `python -m rofmd serve`, for a test where the new interpreter is the point."""
     owned = base is None
     base = base or short_tmpdir()
     sock = base / "run" / "rofmd.sock"
@@ -165,9 +365,7 @@ def running_daemon(
     if config is not None:
         (config_dir / "config.json").write_bytes(orjson.dumps(config))
     log_path = base / "daemon.log"
-    full_env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("ROFMD_", "NOTIFY_", "LISTEN_"))
-    }
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(_DAEMON_ENV_PREFIXES)}
     full_env.update({"ROFMD_DEBUG_METHODS": "1", "PYTHONUNBUFFERED": "1"})
     # a test daemon tails its own (absent) session logs, never the machine user's
     full_env["ROFMD_SESSIONS_DIR"] = str(base / "sessions")
@@ -177,8 +375,15 @@ def running_daemon(
     where = path_args(sock, config_dir, memory_root)
     logging = ["--log-format", "json", "--log-level", "debug"]
     cmd = [sys.executable, "-m", "rofmd", "serve", *where, *logging, *(args or [])]
-    with log_path.open("ab") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=full_env)
+    spawn = spawn or os.environ.get(SPAWN_ENV) or "fork"
+    forked_env = {**full_env, **_ZYGOTE_ENV}
+    kept = all(full_env.get(k, v) == v for k, v in _ZYGOTE_ENV.items())
+    proc: Process
+    if spawn == "fork" and kept and Zygote.shared().startup_env == _startup_env(forked_env):
+        proc = Zygote.shared().fork(cmd[3:], forked_env, log_path)
+    else:
+        with log_path.open("ab") as log:
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=full_env)
     handle = DaemonProcess(proc, sock, config_dir, memory_root, log_path, base, full_env)
     try:
         wait_ready(sock, proc)
