@@ -358,9 +358,11 @@ SERVE_EPILOG = "settings without a flag (environment variables):\n" + "\n".join(
 )
 
 
-def build_parser(*, full: bool = True) -> argparse.ArgumentParser:
-    """The `rofmd` argument parser; ``full=False`` leaves out `engine` and `simulate`
-    (for a command line that names another command: see :func:`main`)."""
+def build_parser(*, full: bool = True, command: str | None = None) -> argparse.ArgumentParser:
+    """The `rofmd` argument parser; ``full=False`` leaves out `engine` and `simulate`, and
+    `install-service` and `repair-session-log` unless ``command`` is one of them (for a
+    command line that names another command: see :func:`main`; their modules' imports
+    are a fifth of what `rofmd status` costs)."""
     parser = argparse.ArgumentParser(
         prog="rofmd", description="Long-term memory daemon for LLM agent hosts."
     )
@@ -460,12 +462,14 @@ def build_parser(*, full: bool = True) -> argparse.ArgumentParser:
     replay.add_argument("--json", action="store_true", help="machine-readable output")
     replay.set_defaults(func=cmd_replay)
 
-    from rofmd.cli.service_install import add_install_service_parser
+    if full or command == "install-service":
+        from rofmd.cli.service_install import add_install_service_parser
 
-    add_install_service_parser(sub)
-    from rofmd.cli.repair_log_cli import add_repair_parser
+        add_install_service_parser(sub)
+    if full or command == "repair-session-log":
+        from rofmd.cli.repair_log_cli import add_repair_parser
 
-    add_repair_parser(sub)
+        add_repair_parser(sub)
 
     if full:
         from rofmd.cli.engine_cli import add_engine_parser
@@ -505,8 +509,9 @@ def _command(argv: Sequence[str]) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Console script entry point."""
     words = sys.argv[1:] if argv is None else list(argv)
-    full = _command(words) not in LIGHT_COMMANDS  # help and errors list every command
-    args = build_parser(full=full).parse_args(words)
+    command = _command(words)
+    full = command not in LIGHT_COMMANDS  # help and errors list every command
+    args = build_parser(full=full, command=command).parse_args(words)
     # Memory holds whole conversations: whatever the shell's umask, every file a command
     # writes (the daemon's, `engine`'s, `simulate --keep`'s) is 0600, every directory 0700.
     previous = os.umask(0o077)

@@ -28,7 +28,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import escape
 
 import orjson
 
@@ -91,6 +90,10 @@ def render_service(template: str, executable: Path, version: int | None) -> str:
 
 def render_plist(template: str, executable: Path, home: Path) -> str:
     """The shipped LaunchAgent with this user's home and this `rofmd`."""
+    # imported here: xml.sax.saxutils pulls in urllib.request, http.client, ssl and email
+    # (40 ms), which every `rofmd` command would pay for registering this one's parser
+    from xml.sax.saxutils import escape
+
     text = template.replace(
         f"<string>{_PLACEHOLDER_HOME}/.local/bin/rofmd</string>",
         f"<string>{escape(str(executable))}</string>",
