@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from tests.e2e.harness import DaemonProcess, LineSocket, request_line, running_daemon, short_tmpdir
 
@@ -43,6 +44,21 @@ def test_second_instance_refuses_and_names_the_pid() -> None:
         assert f"pid {d.proc.pid}" in out.stdout + out.stderr
         # the first daemon is untouched
         assert _status(d.socket_path)["pid"] == d.proc.pid
+
+
+@pytest.mark.skipif(
+    not (hasattr(os, "confstr") and os.confstr("CS_GNU_LIBC_VERSION"))
+    or "PYTHONMALLOC" in os.environ,
+    reason="the re-execution is for glibc, and an explicit PYTHONMALLOC is kept",
+)
+def test_an_exec_started_daemon_runs_on_the_c_librarys_malloc() -> None:
+    """`rofmd serve` re-executes itself on the C library's malloc (rofmd.server.allocator),
+    keeping its pid. The harness's forked daemons start on it already, so this one is
+    started as a user starts it."""
+    with running_daemon(spawn="exec") as d:
+        st = _status(d.socket_path)
+        assert st["pid"] == d.proc.pid
+        assert st["memory"]["allocator"] == "malloc"
 
 
 def test_stale_socket_is_replaced_and_files_are_private() -> None:
