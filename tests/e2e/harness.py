@@ -223,6 +223,26 @@ def _startup_env(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(_STARTUP_PREFIXES)}
 
 
+def start_rofmd(
+    args: list[str], env: Mapping[str, str], log_path: Path, spawn: str | None = None
+) -> Process:
+    """``rofmd ARGS`` with environment `env`, its output appended to `log_path`: forked
+    from the `Zygote` (``spawn`` ``fork``, the default unless $ROFMD_TEST_SPAWN says
+    ``exec``, and `env` asks for no other interpreter start-up), else ``python -m rofmd``."""
+    spawn = spawn or os.environ.get(SPAWN_ENV) or "fork"
+    forked_env = {**env, **_ZYGOTE_ENV}
+    kept = all(env.get(k, v) == v for k, v in _ZYGOTE_ENV.items())
+    if spawn == "fork" and kept and Zygote.shared().startup_env == _startup_env(forked_env):
+        return Zygote.shared().fork(args, forked_env, log_path)
+    with log_path.open("ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "rofmd", *args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=dict(env),
+        )
+
+
 @dataclass
 class DaemonProcess:
     """A running daemon and the directories it uses."""
@@ -374,16 +394,7 @@ def running_daemon(
     full_env.update(env or {})
     where = path_args(sock, config_dir, memory_root)
     logging = ["--log-format", "json", "--log-level", "debug"]
-    cmd = [sys.executable, "-m", "rofmd", "serve", *where, *logging, *(args or [])]
-    spawn = spawn or os.environ.get(SPAWN_ENV) or "fork"
-    forked_env = {**full_env, **_ZYGOTE_ENV}
-    kept = all(full_env.get(k, v) == v for k, v in _ZYGOTE_ENV.items())
-    proc: Process
-    if spawn == "fork" and kept and Zygote.shared().startup_env == _startup_env(forked_env):
-        proc = Zygote.shared().fork(cmd[3:], forked_env, log_path)
-    else:
-        with log_path.open("ab") as log:
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=full_env)
+    proc = start_rofmd(["serve", *where, *logging, *(args or [])], full_env, log_path, spawn)
     handle = DaemonProcess(proc, sock, config_dir, memory_root, log_path, base, full_env)
     try:
         wait_ready(sock, proc)

@@ -36,7 +36,6 @@ import os
 import random
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -72,7 +71,7 @@ from rofmd.host.client import RpcError
 from rofmd.host.demo import _png, scripted_scorer
 from rofmd.host.hostsim import HostSim, Node, StepReport
 from tests.archive_fixtures import T0, Surface, pre_step_params
-from tests.e2e.harness import LineSocket, short_tmpdir
+from tests.e2e.harness import LineSocket, Process, short_tmpdir, start_rofmd
 from tests.e2e.test_archive_prestep import FULL_CAPS, params
 
 KILLS = int(os.environ.get("ROFMD_REPLAY_KILLS", "200"))
@@ -187,50 +186,13 @@ def unreported(base: Path) -> list[dict[str, Any]]:
 
 # ---- daemons: forked from a pre-imported interpreter, or exec'd ------------------------
 
-_ZYGOTE = r"""
-import os, signal, sys, traceback
-import orjson
-import rofmd.cli.main, rofmd.server.daemon  # the expensive imports, once
-signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the daemons
-for line in sys.stdin.buffer:
-    req = orjson.loads(line)
-    sys.stdout.flush()
-    pid = os.fork()
-    if pid == 0:
-        code = 70
-        try:
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            fd = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-            os.dup2(fd, 1)
-            os.dup2(fd, 2)
-            os.close(fd)
-            null = os.open(os.devnull, os.O_RDONLY)
-            os.dup2(null, 0)
-            os.close(null)
-            os.environ.clear()
-            os.environ.update(req["env"])
-            code = rofmd.cli.main.main(req["args"])
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        except BaseException:
-            traceback.print_exc()
-        finally:
-            try:
-                sys.stdout.flush()
-                sys.stderr.flush()
-            finally:
-                os._exit(code)
-    sys.stdout.write(f"{pid}\n")
-    sys.stdout.flush()
-"""
-
 
 class Daemons:
     """Successive `rofmd serve` processes on one memory root and socket.
 
-    ``fork`` (default): a helper interpreter imports rofmd once and forks every daemon
-    from it (a real, separate daemon process, started in ~60 ms instead of ~450 ms);
-    ``exec``: ``python -m rofmd serve`` each time, as ``tests.e2e.harness`` does.
+    ``fork`` (default): forked from the harness's pre-imported interpreter (a real,
+    separate daemon process, started in ~60 ms instead of ~450 ms); ``exec``:
+    ``python -m rofmd serve`` each time (``tests.e2e.harness.start_rofmd``).
     """
 
     def __init__(self, base: Path, config: dict[str, Any] | None = None, spawn: str = SPAWN):
@@ -264,35 +226,14 @@ class Daemons:
         ]
         self.spawn = spawn
         self.pid: int | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._zygote: subprocess.Popen[bytes] | None = None
+        self._proc: Process | None = None
         self.starts = 0
-        if spawn == "fork":
-            self._zygote = subprocess.Popen(
-                [sys.executable, "-c", _ZYGOTE],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                env={**env, "OPENBLAS_NUM_THREADS": "1"},
-            )
 
     def start(self) -> None:
         """Start a daemon and wait until it answers ping."""
         assert self.pid is None
-        if self._zygote is not None:
-            assert self._zygote.stdin is not None and self._zygote.stdout is not None
-            req = {"log": str(self.log_path), "env": self.env, "args": self.args}
-            self._zygote.stdin.write(orjson.dumps(req) + b"\n")
-            self._zygote.stdin.flush()
-            self.pid = int(self._zygote.stdout.readline())
-        else:
-            with self.log_path.open("ab") as log:
-                self._proc = subprocess.Popen(
-                    [sys.executable, "-m", "rofmd", *self.args],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=self.env,
-                )
-            self.pid = self._proc.pid
+        self._proc = start_rofmd(self.args, self.env, self.log_path, self.spawn)
+        self.pid = self._proc.pid
         self.starts += 1
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -310,28 +251,15 @@ class Daemons:
         raise TimeoutError("daemon did not become ready:\n" + self.log_tail())
 
     def _alive(self) -> bool:
-        if self.pid is None:
-            return False
-        if self._proc is not None:
-            return self._proc.poll() is None
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
+        return self._proc is not None and self._proc.poll() is None
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         """Signal the daemon and wait until it is gone."""
-        if self.pid is None:
+        if self._proc is None:
             return
         if self._alive():
-            os.kill(self.pid, sig)
-        if self._proc is not None:
-            self._proc.wait(timeout=30)
-        else:
-            deadline = time.monotonic() + 30
-            while self._alive() and time.monotonic() < deadline:
-                time.sleep(0.001)
+            self._proc.send_signal(sig)
+        self._proc.wait(timeout=30)
         self.pid, self._proc = None, None
 
     def restart(self) -> None:
@@ -340,10 +268,6 @@ class Daemons:
 
     def close(self) -> None:
         self.kill(signal.SIGTERM)
-        if self._zygote is not None:
-            assert self._zygote.stdin is not None
-            self._zygote.stdin.close()
-            self._zygote.wait(timeout=30)
 
     def log_tail(self) -> str:
         return self.log_path.read_text(errors="replace")[-4000:] if self.log_path.exists() else ""
