@@ -236,9 +236,8 @@ def _make_folders(entries: list[Any]) -> list[Folder]:
     if not entries or set(map(type, entries)) != {IndexEntry}:
         return list(map(_make_folder, entries))
     folders: list[Folder] = list(entries)
-    for n in compress(count(), map(operator.not_, map(_BETA, entries))):
-        if math.copysign(1.0, entries[n].beta) < 0:
-            folders[n] = _make_folder(entries[n])
+    for n in compress(count(), map(operator.not_, map(_BETA, entries))):  # β is ±0.0
+        folders[n] = _make_folder(entries[n])  # itself, or a row for -0.0
     return folders
 
 
