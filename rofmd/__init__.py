@@ -13,15 +13,16 @@ another distribution's packages of those names, nor they its. In a source checko
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from importlib.machinery import ModuleSpec
-from importlib.util import spec_from_file_location
-from pathlib import Path
 from types import ModuleType
 
-_HERE = Path(__file__).resolve().parent
-BUNDLED_LAYERS = {"engine": _HERE / "_engine", "handlers": _HERE / "_handlers"}
+# os.path, not pathlib, and importlib.util only when a layer is looked up: every command
+# imports this module first, and `rofmd status` should not pay for what it never uses
+_HERE = os.path.dirname(os.path.realpath(__file__))
+BUNDLED_LAYERS = {name: os.path.join(_HERE, "_" + name) for name in ("engine", "handlers")}
 """Where a wheel install keeps each layer (absent in a source checkout)."""
 
 
@@ -36,12 +37,14 @@ class _BundledLayers:
         where = BUNDLED_LAYERS.get(fullname)
         if where is None:
             return None
+        from importlib.util import spec_from_file_location
+
         return spec_from_file_location(
-            fullname, where / "__init__.py", submodule_search_locations=[str(where)]
+            fullname, os.path.join(where, "__init__.py"), submodule_search_locations=[where]
         )
 
 
-if (BUNDLED_LAYERS["engine"] / "__init__.py").is_file() and not any(
+if os.path.isfile(os.path.join(BUNDLED_LAYERS["engine"], "__init__.py")) and not any(
     isinstance(f, type) and f.__name__ == "_BundledLayers" for f in sys.meta_path
 ):
     sys.meta_path.insert(0, _BundledLayers)

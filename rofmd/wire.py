@@ -3,18 +3,28 @@
 Why a module of its own: a one-shot command (`rofmd status`, `rofmd reload`) sends one
 request and prints one answer, and starting asyncio and anyio, or importing the
 daemon's request models, costs several times that. What the daemon and every client
-share lives here with nothing heavier than orjson: the NDJSON encoding (integer ids
-beyond 64 bits written digit for digit), the error types of an answer, and
-:func:`call_once`, one request over a blocking Unix socket.
+share lives here: the NDJSON encoding (integer ids beyond 64 bits written digit for
+digit), the error types of an answer, and :func:`call_once`, one request over a
+blocking Unix socket.
+
+Importing this module imports nothing beyond the standard library's `socket` and `json`
+(not even `typing`, whose names here are annotations only):
+:func:`encode` (the daemon's and the async client's, once per message) binds orjson when
+first called, and :func:`call_once` uses the standard library's `json`, whose import is
+a tenth of orjson's (orjson brings dataclasses, inspect, uuid, datetime: about 40 ms of a
+`rofmd status` that takes 100). Its one request is a few dozen bytes and its one answer a
+few kilobytes, so the slower codec costs microseconds there.
 """
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
-from typing import Any, Final
 
-import orjson
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # not imported at run time: see the module docstring
+    from typing import Any, Final
 
 __all__ = [
     "CANCEL_METHOD",
@@ -57,13 +67,25 @@ def _wire_id(message: Any) -> Any:
     if isinstance(message, dict):
         rid = message.get("id")
         if type(rid) is int and not I64_MIN <= rid <= U64_MAX:
+            import orjson  # here, not at the top: see the module docstring
+
             return {**message, "id": orjson.Fragment(str(rid).encode())}
     return message
 
 
 def encode(message: Any) -> bytes:
     """One NDJSON line. Non-JSON values (a stray object in a result) become strings."""
+    import orjson  # a lookup in sys.modules after the first call
+
     return orjson.dumps(_wire_id(message), default=str) + b"\n"
+
+
+def _encode_once(message: dict[str, Any]) -> bytes:
+    """:func:`encode`'s line for :func:`call_once`, with the standard library: the same
+    JSON (compact, UTF-8, non-JSON values as strings; any integer written digit for
+    digit, which json does natively)."""
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), default=str)
+    return text.encode() + b"\n"
 
 
 def unwrap(answer: dict[str, Any]) -> Any:
@@ -89,7 +111,7 @@ def call_once(path: Path | str, method: str, params: Any = None, *, timeout: flo
         sock.settimeout(timeout)
         sock.connect(str(path))
         try:
-            sock.sendall(encode(message))
+            sock.sendall(_encode_once(message))
             answer = _answer(sock)
         except TimeoutError:
             raise
@@ -112,6 +134,6 @@ def _answer(sock: socket.socket) -> dict[str, Any] | None:
             line, buf = buf.split(b"\n", 1)
             if not line.strip():
                 continue
-            message = orjson.loads(line)
+            message = json.loads(line)
             if isinstance(message, dict) and message.get("id") == 1:
                 return message

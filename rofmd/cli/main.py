@@ -6,7 +6,8 @@ Exit codes: 0 success, 1 failure (daemon unreachable, a doctor check failed,
 unreadable input), 2 usage (argparse's, and our own checks of argument values).
 
 A client command is one short request, so what it imports is most of its cost: this
-module imports only argparse, orjson and the standard library at the top, each
+module imports only argparse and the standard library at the top (not orjson, whose
+import alone is about 40% of a `rofmd status`: `--json` prints with `json`), each
 command what it uses, and the parser builds the `engine` and `simulate` commands
 (which import the engine) only when one of them is asked for. `status` and `reload`
 talk to the daemon over a blocking socket (:func:`rofmd.wire.call_once`), without
@@ -19,28 +20,16 @@ import argparse
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
-
-import orjson
 
 from rofmd.socket_location import SOCKET_ENV, client_socket_path, default_socket_path
 
-LIGHT_COMMANDS = frozenset(
-    {
-        "serve",
-        "status",
-        "reload",
-        "doctor",
-        "demo",
-        "replay",
-        "install-service",
-        "repair-session-log",
-        "metrics",
-    }
-)
-"""Commands the parser can be built for without the `engine` and `simulate` ones."""
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing's own import is 6% of a `status`; mypy reads this branch
+    from typing import Any
+
+    _Sub = argparse._SubParsersAction[argparse.ArgumentParser]
 
 
 def _settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -55,7 +44,11 @@ def _socket_path(args: argparse.Namespace) -> Path:
 
 
 def _print_json(obj: Any) -> None:
-    sys.stdout.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode() + "\n")
+    """An answer as indented JSON (orjson's OPT_INDENT_2 layout; these answers hold only
+    JSON values, so the text parses to the same)."""
+    import json
+
+    sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -358,32 +351,24 @@ SERVE_EPILOG = "settings without a flag (environment variables):\n" + "\n".join(
 )
 
 
-def build_parser(*, full: bool = True, command: str | None = None) -> argparse.ArgumentParser:
-    """The `rofmd` argument parser; ``full=False`` leaves out `engine` and `simulate`, and
-    `install-service` and `repair-session-log` unless ``command`` is one of them (for a
-    command line that names another command: see :func:`main`; their modules' imports
-    are a fifth of what `rofmd status` costs)."""
-    parser = argparse.ArgumentParser(
-        prog="rofmd", description="Long-term memory daemon for LLM agent hosts."
+def _common(p: argparse.ArgumentParser) -> None:
+    """What every command that talks to a daemon takes."""
+    p.add_argument(
+        "--socket",
+        dest="socket_path",
+        type=Path,
+        help=f"daemon socket (env {SOCKET_ENV}; default {default_socket_path()})",
     )
-    parser.add_argument("--version", action=_VersionAction, dest="version")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--socket",
-            dest="socket_path",
-            type=Path,
-            help=f"daemon socket (env {SOCKET_ENV}; default {default_socket_path()})",
-        )
 
+def _add_serve(sub: _Sub) -> None:
     serve = sub.add_parser(
         "serve",
         help="run the daemon in the foreground",
         epilog=SERVE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    common(serve)
+    _common(serve)
     serve.add_argument(
         "--config-dir",
         type=Path,
@@ -420,40 +405,53 @@ def build_parser(*, full: bool = True, command: str | None = None) -> argparse.A
     )
     serve.set_defaults(func=cmd_serve)
 
+
+def _add_status(sub: _Sub) -> None:
     status = sub.add_parser("status", help="show a running daemon's status")
-    common(status)
+    _common(status)
     status.add_argument("--json", action="store_true", help="machine-readable output")
     status.set_defaults(func=cmd_status)
 
+
+def _add_metrics(sub: _Sub) -> None:
     metrics = sub.add_parser(
         "metrics", help="print a running daemon's metrics (Prometheus text exposition)"
     )
-    common(metrics)
+    _common(metrics)
     metrics.add_argument(
         "--json", action="store_true", help="the answer as JSON (contentType and text)"
     )
     metrics.set_defaults(func=cmd_metrics)
 
+
+def _add_reload(sub: _Sub) -> None:
     reload = sub.add_parser("reload", help="reload the memory config")
-    common(reload)
+    _common(reload)
     reload.add_argument("--json", action="store_true", help="machine-readable output")
     reload.set_defaults(func=cmd_reload)
 
+
+def _add_doctor(sub: _Sub) -> None:
     doctor = sub.add_parser("doctor", help="check config, socket, daemon and memory root")
-    common(doctor)
+    _common(doctor)
     doctor.add_argument("--config-dir", type=Path)
     doctor.add_argument("--memory-root", type=Path)
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
     doctor.set_defaults(func=cmd_doctor)
+
+
+def _add_demo(sub: _Sub) -> None:
     demo = sub.add_parser(
         "demo", help="show the whole loop on a shipped conversation (private daemon by default)"
     )
-    common(demo)
+    _common(demo)
     demo.add_argument("--json", action="store_true", help="machine-readable output")
     demo.set_defaults(func=cmd_demo)
 
+
+def _add_replay(sub: _Sub) -> None:
     replay = sub.add_parser("replay", help="replay a DSH v4 session log through a daemon")
-    common(replay)
+    _common(replay)
     replay.add_argument("log", type=Path, help="session.v4.jsonl or session.v4.jsonl.zstd")
     replay.add_argument(
         "--window", type=int, default=128_000, help="context window in tokens (default 128000)"
@@ -462,14 +460,55 @@ def build_parser(*, full: bool = True, command: str | None = None) -> argparse.A
     replay.add_argument("--json", action="store_true", help="machine-readable output")
     replay.set_defaults(func=cmd_replay)
 
-    if full or command == "install-service":
-        from rofmd.cli.service_install import add_install_service_parser
 
-        add_install_service_parser(sub)
-    if full or command == "repair-session-log":
-        from rofmd.cli.repair_log_cli import add_repair_parser
+def _add_install_service(sub: _Sub) -> None:
+    from rofmd.cli.service_install import add_install_service_parser
 
-        add_repair_parser(sub)
+    add_install_service_parser(sub)
+
+
+def _add_repair(sub: _Sub) -> None:
+    from rofmd.cli.repair_log_cli import add_repair_parser
+
+    add_repair_parser(sub)
+
+
+_OWN_PARSERS: dict[str, Callable[[_Sub], None]] = {
+    "serve": _add_serve,
+    "status": _add_status,
+    "metrics": _add_metrics,
+    "reload": _add_reload,
+    "doctor": _add_doctor,
+    "demo": _add_demo,
+    "replay": _add_replay,
+    "install-service": _add_install_service,
+    "repair-session-log": _add_repair,
+}
+"""The commands whose parsers need no engine, in `--help`'s order."""
+
+LIGHT_COMMANDS = frozenset(_OWN_PARSERS)
+"""Commands whose command line is parsed by their own parser alone."""
+
+
+def build_parser(*, full: bool = True, command: str | None = None) -> argparse.ArgumentParser:
+    """The `rofmd` argument parser; ``full=False`` builds only ``command``'s own parser
+    (one of :data:`LIGHT_COMMANDS`, for a command line that names it: see :func:`main`).
+
+    Why not all of them: each subparser is an `ArgumentParser`, whose construction
+    looks up argparse's messages in gettext's catalogues on disk, and the `engine`,
+    `simulate`, `install-service` and `repair-session-log` parsers import their modules;
+    together that was a third of what `rofmd status` costs. A command line that names
+    one command is parsed, and its errors and help are written, by that command's
+    parser and the top-level one (whose usage names no command), so the others change
+    nothing it prints."""
+    parser = argparse.ArgumentParser(
+        prog="rofmd", description="Long-term memory daemon for LLM agent hosts."
+    )
+    parser.add_argument("--version", action=_VersionAction, dest="version")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, add in _OWN_PARSERS.items():
+        if full or name == command:
+            add(sub)
 
     if full:
         from rofmd.cli.engine_cli import add_engine_parser
