@@ -406,59 +406,35 @@ def _add_serve(sub: _Sub) -> None:
     serve.set_defaults(func=cmd_serve)
 
 
-def _add_status(sub: _Sub) -> None:
-    status = sub.add_parser("status", help="show a running daemon's status")
-    _common(status)
-    status.add_argument("--json", action="store_true", help="machine-readable output")
-    status.set_defaults(func=cmd_status)
+def _client_command(
+    sub: _Sub,
+    name: str,
+    func: Callable[[argparse.Namespace], int],
+    description: str,
+    *,
+    json_help: str = "machine-readable output",
+    more: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> None:
+    """A command that may talk to a daemon: `--socket`, its own arguments, `--json`."""
+    parser = sub.add_parser(name, help=description)
+    _common(parser)
+    if more is not None:
+        more(parser)
+    parser.add_argument("--json", action="store_true", help=json_help)
+    parser.set_defaults(func=func)
 
 
-def _add_metrics(sub: _Sub) -> None:
-    metrics = sub.add_parser(
-        "metrics", help="print a running daemon's metrics (Prometheus text exposition)"
-    )
-    _common(metrics)
-    metrics.add_argument(
-        "--json", action="store_true", help="the answer as JSON (contentType and text)"
-    )
-    metrics.set_defaults(func=cmd_metrics)
+def _doctor_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config-dir", type=Path)
+    parser.add_argument("--memory-root", type=Path)
 
 
-def _add_reload(sub: _Sub) -> None:
-    reload = sub.add_parser("reload", help="reload the memory config")
-    _common(reload)
-    reload.add_argument("--json", action="store_true", help="machine-readable output")
-    reload.set_defaults(func=cmd_reload)
-
-
-def _add_doctor(sub: _Sub) -> None:
-    doctor = sub.add_parser("doctor", help="check config, socket, daemon and memory root")
-    _common(doctor)
-    doctor.add_argument("--config-dir", type=Path)
-    doctor.add_argument("--memory-root", type=Path)
-    doctor.add_argument("--json", action="store_true", help="machine-readable output")
-    doctor.set_defaults(func=cmd_doctor)
-
-
-def _add_demo(sub: _Sub) -> None:
-    demo = sub.add_parser(
-        "demo", help="show the whole loop on a shipped conversation (private daemon by default)"
-    )
-    _common(demo)
-    demo.add_argument("--json", action="store_true", help="machine-readable output")
-    demo.set_defaults(func=cmd_demo)
-
-
-def _add_replay(sub: _Sub) -> None:
-    replay = sub.add_parser("replay", help="replay a DSH v4 session log through a daemon")
-    _common(replay)
-    replay.add_argument("log", type=Path, help="session.v4.jsonl or session.v4.jsonl.zstd")
-    replay.add_argument(
+def _replay_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("log", type=Path, help="session.v4.jsonl or session.v4.jsonl.zstd")
+    parser.add_argument(
         "--window", type=int, default=128_000, help="context window in tokens (default 128000)"
     )
-    replay.add_argument("--no-score", action="store_true", help="leave the task block unanswered")
-    replay.add_argument("--json", action="store_true", help="machine-readable output")
-    replay.set_defaults(func=cmd_replay)
+    parser.add_argument("--no-score", action="store_true", help="leave the task block unanswered")
 
 
 def _add_install_service(sub: _Sub) -> None:
@@ -475,12 +451,37 @@ def _add_repair(sub: _Sub) -> None:
 
 _OWN_PARSERS: dict[str, Callable[[_Sub], None]] = {
     "serve": _add_serve,
-    "status": _add_status,
-    "metrics": _add_metrics,
-    "reload": _add_reload,
-    "doctor": _add_doctor,
-    "demo": _add_demo,
-    "replay": _add_replay,
+    "status": lambda sub: _client_command(
+        sub, "status", cmd_status, "show a running daemon's status"
+    ),
+    "metrics": lambda sub: _client_command(
+        sub,
+        "metrics",
+        cmd_metrics,
+        "print a running daemon's metrics (Prometheus text exposition)",
+        json_help="the answer as JSON (contentType and text)",
+    ),
+    "reload": lambda sub: _client_command(sub, "reload", cmd_reload, "reload the memory config"),
+    "doctor": lambda sub: _client_command(
+        sub,
+        "doctor",
+        cmd_doctor,
+        "check config, socket, daemon and memory root",
+        more=_doctor_arguments,
+    ),
+    "demo": lambda sub: _client_command(
+        sub,
+        "demo",
+        cmd_demo,
+        "show the whole loop on a shipped conversation (private daemon by default)",
+    ),
+    "replay": lambda sub: _client_command(
+        sub,
+        "replay",
+        cmd_replay,
+        "replay a DSH v4 session log through a daemon",
+        more=_replay_arguments,
+    ),
     "install-service": _add_install_service,
     "repair-session-log": _add_repair,
 }
