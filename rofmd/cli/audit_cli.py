@@ -25,11 +25,11 @@ from typing import Any
 from engine.scoring.era_audit import StoreEras, boundaries, era_totals, store_eras
 from engine.store import read_jsonl
 from engine.store.index_marks import write_index_marks
+from rofmd.cli.json_out import print_json
 from rofmd.cli.store_views import (
     add_store_options,
     guarded,
     listed_stores,
-    print_json,
     read_listed,
     serving_daemon,
 )

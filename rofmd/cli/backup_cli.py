@@ -64,6 +64,7 @@ from rofmd.cli.backup_archive import (
     write_manifest,
     write_tar_zst,
 )
+from rofmd.cli.json_out import print_json
 from rofmd.cli.progress import Progress
 from rofmd.cli.store_views import (
     Listed,
@@ -71,7 +72,6 @@ from rofmd.cli.store_views import (
     guarded,
     listed_stores,
     now_ms,
-    print_json,
     serving_daemon,
 )
 from rofmd.cli.where import CliError, UsageError, Where, locate

@@ -35,6 +35,7 @@ from engine.store import (
     open_session,
     read_jsonl,
 )
+from rofmd.cli.json_out import print_json
 from rofmd.cli.stats_report import build_report, render_report
 from rofmd.cli.store_views import folder_rows, read_listed
 from rofmd.cli.where import DEFAULT_SESSION, CliError, UsageError, Where, locate
@@ -57,10 +58,6 @@ def archiver_version() -> str:
 def _now_ms(args: argparse.Namespace) -> int:
     fixed: int | None = getattr(args, "now_ms", None)
     return fixed if fixed is not None else time.time_ns() // 1_000_000
-
-
-def _print_json(obj: Any) -> None:
-    sys.stdout.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
 # ---- where things are -----------------------------------------------------------------
@@ -90,7 +87,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         "folders": len(store),
     }
     if args.json:
-        _print_json(out)
+        print_json(out)
     else:
         print(f"memory root  {where.root}")
         print(f"session      {session}  ({store.dir}, {len(store)} folders)")
@@ -175,7 +172,7 @@ def cmd_compress(args: argparse.Namespace) -> int:
         "warnings": warnings,
     }
     if args.json:
-        _print_json(out)
+        print_json(out)
     else:
         _print_compress(out, where.cfg)
     return 0 if commit is None or commit.ok else 1
@@ -248,7 +245,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         arguments["offset"] = args.offset
     answer = search_once(store, where.cfg, arguments)
     if args.json:
-        _print_json({"session": store.session_id, **answer.value, "text": answer.text})
+        print_json({"session": store.session_id, **answer.value, "text": answer.text})
     else:
         print(answer.text)
     return 1 if answer.is_error else 0
@@ -297,7 +294,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
         "warnings": outcome.warnings,
     }
     if args.json:
-        _print_json(out)
+        print_json(out)
         return 0
     for w in outcome.warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -349,7 +346,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             }
         )
     if args.json:
-        _print_json({"memoryRoot": str(where.root), "sessions": sessions})
+        print_json({"memoryRoot": str(where.root), "sessions": sessions})
         return 0
     if not sessions:
         print(f"no sessions under {where.root}")
@@ -411,7 +408,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     )
     rep = {**head, "sessions": names, **rep}
     if args.json:
-        _print_json(rep)
+        print_json(rep)
     else:
         place = f"dir {head['dir']}" if where is None else f"memory root {where.root}"
         print(f"{place}  sessions: {', '.join(names) or 'none'}")
@@ -464,7 +461,7 @@ def cmd_backfill_assistant(args: argparse.Namespace) -> int:
         )
     out = {"memoryRoot": str(where.root), "dryRun": bool(args.dry_run), "sessions": sessions}
     if args.json:
-        _print_json(out)
+        print_json(out)
         return 0
     verb = "would fill" if args.dry_run else "filled"
     if not sessions:

@@ -39,6 +39,8 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from rofmd.cli.json_out import print_json
+
 __all__ = ["LOG_NAMES", "add_repair_parser", "cmd_repair", "repair_file", "repair_line"]
 
 LOG_NAMES = ("session.v4.jsonl.zstd", "session.v4.jsonl")
@@ -347,7 +349,7 @@ def cmd_repair(args: argparse.Namespace) -> int:
             "manual": sum(len(r.manual) for r in reports),
             "files": [r.to_json() for r in reports],
         }
-        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        print_json(doc)
     else:
         for r in reports:
             print("\n".join(_render(r, args.dry_run)))

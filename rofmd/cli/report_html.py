@@ -28,9 +28,10 @@ from engine.jsonio import write_bytes_atomic
 from engine.scoring.era_audit import era_totals, store_eras
 from engine.store import read_jsonl
 from engine.store.readonly import ReadonlyStore
+from rofmd.cli.json_out import print_json
 from rofmd.cli.report_svg import PALETTE, Series, bar_chart, hbar_chart, line_chart
 from rofmd.cli.stats_report import build_report, render_report, timeline
-from rofmd.cli.store_views import add_store_options, guarded, now_ms, print_json, read_listed
+from rofmd.cli.store_views import add_store_options, guarded, now_ms, read_listed
 from rofmd.cli.where import CliError, locate
 
 __all__ = ["add_report_parser", "choose_bucket", "render_page"]

@@ -35,7 +35,8 @@ from engine.scoring.fallback import heuristic_text
 from engine.store import CorruptFolderError, StoreError
 from engine.store.readonly import ReadonlyStore
 from engine.timeexpr.civil import resolve_timezone, to_local, valid_ms
-from rofmd.cli.store_views import add_store_options, guarded, print_json, read_listed
+from rofmd.cli.json_out import print_json
+from rofmd.cli.store_views import add_store_options, guarded, read_listed
 from rofmd.cli.where import UsageError, locate
 
 __all__ = ["add_search_parser", "relevance_of", "snippet"]

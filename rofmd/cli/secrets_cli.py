@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 
+from rofmd.cli.json_out import print_json
+
 if TYPE_CHECKING:
     from engine.secrets.redact import Mode
     from rofmd.cli.where import Where
@@ -37,10 +39,6 @@ if TYPE_CHECKING:
 __all__ = ["add_secrets_parsers"]
 
 PROGRESS_EVERY = 500
-
-
-def _print_json(obj: Any) -> None:
-    sys.stdout.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
 def _socket(args: argparse.Namespace) -> Path:
@@ -164,7 +162,7 @@ def cmd_scan_secrets(args: argparse.Namespace) -> int:
             restore_session(backup, target)
             _progress(f"restored {target} from {backup}")
         if args.json:
-            _print_json({"restored": [str(p) for p in sessions]})
+            print_json({"restored": [str(p) for p in sessions]})
         return 0
     configured = where.cfg.secrets.mode
     mode = cast("Mode", args.mode or ("redact" if configured == "off" else configured))
@@ -183,7 +181,7 @@ def cmd_scan_secrets(args: argparse.Namespace) -> int:
         "sessions": reports,
     }
     if args.json:
-        _print_json(summary)
+        print_json(summary)
         return 0
     for r in reports:
         kinds = ", ".join(f"{k} {v}" for k, v in r["kinds"].items()) or "none"
@@ -233,7 +231,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
         print(f"rofmd forget: {exc}", file=sys.stderr)
         return 1
     if args.json:
-        _print_json({"value": result.get("value"), "isError": result.get("isError")})
+        print_json({"value": result.get("value"), "isError": result.get("isError")})
     else:
         print("\n".join(c.get("text", "") for c in result.get("content", [])))
     return 1 if result.get("isError") else 0

@@ -47,7 +47,8 @@ from engine.scoring.era_audit import era_totals, pending_verdict, store_eras
 from engine.store import FolderMeta, IndexEntry, is_folder_id, read_jsonl
 from engine.store.readonly import ReadonlyStore, iter_metas, read_image_table
 from engine.timeexpr.civil import valid_ms
-from rofmd.cli.store_views import add_store_options, guarded, now_ms, print_json, read_listed
+from rofmd.cli.json_out import print_json
+from rofmd.cli.store_views import add_store_options, guarded, now_ms, read_listed
 from rofmd.cli.where import UsageError, Where
 
 __all__ = ["Check", "add_selfcheck_parser", "run_selfcheck"]

@@ -29,9 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from rofmd.cli.executable import rofmd_executable
+from rofmd.cli.json_out import print_json
 
 __all__ = ["NOTIFY_RELOAD_SINCE", "Plan", "add_install_service_parser", "plan_install"]
 
@@ -251,7 +250,7 @@ def cmd_install_service(args: argparse.Namespace) -> int:
             "files": [{"path": str(p), "action": a} for p, a in results],
             "next": list(plan.next_steps),
         }
-        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        print_json(doc)
         return 0
     verb = "would write" if args.dry_run else "wrote"
     for (path, action), item in zip(results, plan.files, strict=True):

@@ -31,7 +31,8 @@ from engine.recall.hygiene import HYGIENE_FILE, Hygiene
 from engine.recall.state import RecallState, peek_state_file
 from engine.store.images import image_files
 from engine.store.readonly import ReadonlyStore
-from rofmd.cli.store_views import add_store_options, folder_rows, guarded, print_json, read_listed
+from rofmd.cli.json_out import print_json
+from rofmd.cli.store_views import add_store_options, folder_rows, guarded, read_listed
 from rofmd.cli.where import CliError, UsageError, locate
 from rofmd.socket_location import SOCKET_ENV, client_socket_path
 

@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from engine.store import StoreError, find_session_dir, list_session_dirs
 from engine.store.layout import SessionPaths, session_dir_paths, session_paths
 from engine.store.readonly import ReadonlyStore, read_store
@@ -35,7 +33,6 @@ __all__ = [
     "guarded",
     "listed_stores",
     "now_ms",
-    "print_json",
     "read_listed",
 ]
 
@@ -68,10 +65,6 @@ def now_ms(args: argparse.Namespace) -> int:
     """The time a command works at (`--now-ms` in tests)."""
     fixed: int | None = getattr(args, "now_ms", None)
     return fixed if fixed is not None else time.time_ns() // 1_000_000
-
-
-def print_json(obj: Any) -> None:
-    sys.stdout.write(orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
 @dataclass(frozen=True, slots=True)

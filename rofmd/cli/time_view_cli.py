@@ -22,8 +22,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from engine.config import MemoryConfig
 from engine.store import find_session_dir, list_session_dirs
 from engine.store.layout import SessionPaths, session_dir_paths, session_paths
@@ -31,6 +29,7 @@ from engine.store.readonly import read_store
 from engine.timeexpr.civil import resolve_timezone, to_local
 from engine.timeexpr.index import TimeIndex
 from engine.timeexpr.query import normalize_time_query
+from rofmd.cli.json_out import print_json
 
 __all__ = ["add_time_view_parser", "cmd_time_view"]
 
@@ -122,7 +121,7 @@ def cmd_time_view(args: argparse.Namespace) -> int:
             "warnings": list(query.warnings),
             "sessions": sessions,
         }
-        sys.stdout.write(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode() + "\n")
+        print_json(out)
         return 0
     for w in query.warnings:
         print(f"warning: {w}", file=sys.stderr)

@@ -19,11 +19,10 @@ import zlib
 from pathlib import Path
 from typing import Any, TextIO
 
-import orjson
-
 from engine.heuristic import DEFAULT_WEIGHTS, heuristic_score
 from engine.keywords import extract_keywords
 from rofmd.cli.executable import rofmd_command
+from rofmd.cli.json_out import print_json
 from rofmd.host.client import RofmdClient
 from rofmd.host.demo_script import MINUTE_MS, START_MS, Script, demo_script
 from rofmd.host.hostsim import HostSim
@@ -251,7 +250,7 @@ async def run_demo(socket: Path | None, *, as_json: bool, out: TextIO = sys.stdo
             result = await _with_private_daemon(work, media)
         result["seconds"] = round(time.monotonic() - started, 2)
         if as_json:
-            out.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
+            print_json(result, out)
         else:
             render(result, out)
         return 0 if result["summary"]["answered"] == result["summary"]["questions"] else 1

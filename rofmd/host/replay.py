@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
-import orjson
 
 from engine.passive.events import message_of
 from engine.sessionlog import LogChunk, read_log
+from rofmd.cli.json_out import print_json
 from rofmd.cli.progress import Progress
 from rofmd.host.client import RofmdClient
 from rofmd.host.hostsim import HostSim, Node, estimate_tokens
@@ -259,7 +259,7 @@ async def run_replay(
         result = report.to_json()
         result["seconds"] = round(time.monotonic() - started, 2)
         if as_json:
-            out.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
+            print_json(result, out)
         else:
             render(report, out)
         return 0

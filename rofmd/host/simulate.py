@@ -35,6 +35,7 @@ from engine.archive.tokens import MESSAGE_OVERHEAD, estimate_text_tokens
 from engine.config import MemoryConfig, load_config
 from engine.recall.standalone import StandaloneRecall, append_round_stats, recall_once
 from engine.store import open_session, read_jsonl
+from rofmd.cli.json_out import print_json
 from rofmd.cli.stats_report import build_report
 from rofmd.host.demo_script import (
     MINUTE_MS,
@@ -343,7 +344,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         if keep is None:
             shutil.rmtree(root, ignore_errors=True)
     if args.json:
-        sys.stdout.write(orjson.dumps(res.to_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
+        print_json(res.to_json())
     else:
         print(render(res))
         if keep is not None:
