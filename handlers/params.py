@@ -48,13 +48,14 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 from typing_extensions import TypedDict
 
+from engine.config.limits import MAX_SAFE_INTEGER
 from engine.store import safe_session_id
 from handlers.errors import HandlerError, invalid_params
 from handlers.validated_once import recalled
 
 # ---- limits (README "Input limits") --------------------------------------------------
 
-MAX_SAFE_INT = 2**53 - 1
+MAX_SAFE_INT = MAX_SAFE_INTEGER
 """Largest seq / turn / step / size: JavaScript's Number.MAX_SAFE_INTEGER."""
 MAX_TOKENS = 2**32 - 1
 """Largest token count (a node's, a context's total, a window)."""

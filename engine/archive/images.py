@@ -27,6 +27,7 @@ from typing import Any, Final
 from engine import texts
 from engine.archive.surface import Node, well_formed
 from engine.compat.media import StagedMessage, replace_image_paths
+from engine.config.limits import MAX_SAFE_INTEGER
 
 __all__ = [
     "IMAGE_EXTENSIONS",
@@ -102,8 +103,6 @@ _MEDIA_TYPES: Final = {
 MAX_ORIGINAL_NAME: Final = 255
 """Characters of the host's file name kept in ``originalName``."""
 
-_MAX_SAFE_INT: Final = 2**53 - 1
-
 
 def run_stamp(now_ms: int) -> str:
     """``YYYYMMDDTHHMMSSmmmZ`` (UTC) of the archive run."""
@@ -160,7 +159,7 @@ def image_ref(
         value = att.get(key)
         if isinstance(value, float) and value.is_integer():
             value = int(value)
-        if type(value) is int and 0 <= value <= _MAX_SAFE_INT:
+        if type(value) is int and 0 <= value <= MAX_SAFE_INTEGER:
             ref[key] = value
     original = att.get("name")
     if isinstance(original, str) and original:

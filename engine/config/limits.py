@@ -10,6 +10,11 @@ from __future__ import annotations
 
 from typing import Final
 
+#: Largest integer a JavaScript number holds exactly (Number.MAX_SAFE_INTEGER): the bound
+#: of every count, seq, size and config integer a host sends or the reference's config
+#: holds; it also keeps every value inside what orjson serialises (64-bit).
+MAX_SAFE_INTEGER: Final = 2**53 - 1
+
 #: α range: ``importance.min`` / ``importance.max`` are clamped into it (reference α（0.01～1）).
 ALPHA_MIN: Final = 0.01
 ALPHA_MAX: Final = 1.0

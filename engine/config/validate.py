@@ -24,14 +24,10 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from engine.config.defaults import ENGINE_DEFAULTS
-from engine.config.limits import CATEGORY_CLASSES_MAX, CATEGORY_WORDS_MAX
+from engine.config.limits import CATEGORY_CLASSES_MAX, CATEGORY_WORDS_MAX, MAX_SAFE_INTEGER
 from engine.config.model import CategoryClass, MemoryConfig, Range, Special
 
 Warn = Callable[[str], None]
-
-#: Largest integer a JavaScript number (the reference's config) holds exactly; also keeps
-#: every value inside what orjson can serialise (64-bit), so a dump never fails.
-MAX_SAFE_INTEGER: Final = 2**53 - 1
 
 
 def describe(value: Any) -> str:

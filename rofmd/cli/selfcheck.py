@@ -49,7 +49,7 @@ from engine.store.readonly import ReadonlyStore, iter_metas, read_image_table
 from engine.timeexpr.civil import valid_ms
 from rofmd.cli.json_out import print_json
 from rofmd.cli.store_views import add_store_options, guarded, now_ms, read_listed
-from rofmd.cli.where import UsageError, Where
+from rofmd.cli.where import UsageError, Where, daemon_settings
 
 __all__ = ["Check", "add_selfcheck_parser", "run_selfcheck"]
 
@@ -113,20 +113,11 @@ class Setup:
 
 
 def _setup(args: argparse.Namespace, environ: Mapping[str, str]) -> Setup:
-    from pydantic import ValidationError
-
-    from rofmd.server.settings import DaemonSettings
-
     overrides: dict[str, Any] = {}
     for name in ("config_dir", "memory_root", "sessions_dir"):
         if getattr(args, name, None) is not None:
             overrides[name] = getattr(args, name)
-    try:
-        settings = DaemonSettings(**overrides)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first.get("loc", ()))
-        raise UsageError(f"invalid setting {loc}: {first.get('msg')}") from None
+    settings = daemon_settings(overrides, UsageError)
     try:
         build = load_config(settings.config_dir, environ)
     except ConfigFileError as exc:

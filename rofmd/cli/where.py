@@ -13,12 +13,15 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.config import ConfigFileError, MemoryConfig, load_config, resolve_memory_root
 from engine.store import SessionStore, list_session_dirs, open_session, open_session_dir
 
-__all__ = ["DEFAULT_SESSION", "CliError", "UsageError", "Where", "locate"]
+if TYPE_CHECKING:
+    from rofmd.server.settings import DaemonSettings
+
+__all__ = ["DEFAULT_SESSION", "CliError", "UsageError", "Where", "daemon_settings", "locate"]
 
 DEFAULT_SESSION = "cli"
 
@@ -85,24 +88,34 @@ class Where:
             raise UsageError(f"session {session!r}: {exc}") from None
 
 
-def locate(args: argparse.Namespace, environ: dict[str, str] | None = None) -> Where:
-    """Config (the daemon's layering) and memory root (the daemon's resolution)."""
+def daemon_settings(overrides: dict[str, Any], error: type[CliError]) -> DaemonSettings:
+    """The daemon's settings (its environment) with the command line's paths over them.
+
+    A command must see the same places the daemon would, so it reads them through the
+    daemon's own model; a bad value is the command's `error`, naming the setting, rather
+    than a pydantic trace. Imported here, not at the top: pydantic-settings is slow to
+    import and most commands never need it."""
     from pydantic import ValidationError
 
     from rofmd.server.settings import DaemonSettings
 
+    try:
+        return DaemonSettings(**overrides)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first.get("loc", ()))
+        raise error(f"invalid setting {loc}: {first.get('msg')}") from None
+
+
+def locate(args: argparse.Namespace, environ: dict[str, str] | None = None) -> Where:
+    """Config (the daemon's layering) and memory root (the daemon's resolution)."""
     env = dict(os.environ if environ is None else environ)
     overrides: dict[str, Any] = {}
     if args.config_dir is not None:
         overrides["config_dir"] = args.config_dir
     if args.memory_root is not None:
         overrides["memory_root"] = args.memory_root
-    try:
-        settings = DaemonSettings(**overrides)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first.get("loc", ()))
-        raise CliError(f"invalid setting {loc}: {first.get('msg')}") from None
+    settings = daemon_settings(overrides, CliError)
     try:
         cfg = load_config(settings.config_dir, env).config
     except ConfigFileError as exc:
