@@ -245,3 +245,32 @@ def test_ids_observed_at_once_count_before_the_first_id_handed_out(
 @given(st.lists(st.text(alphabet="mem-0123456789TZab.\n_/", max_size=12), max_size=30))
 def test_folder_ids_among_a_listing_are_what_is_folder_id_accepts(names: list[str]) -> None:
     assert folder_ids_among(names) == [n for n in names if is_folder_id(n)]
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.text(alphabet="mem-0123456789TZab.\n_/", max_size=12),
+            st.builds(
+                "mem-{}".format,
+                st.one_of(
+                    st.text(alphabet="0123456789TZab._-", max_size=8),
+                    st.text(max_size=6),  # anything: line breaks, spaces, non-ASCII
+                    st.text(alphabet="ab", min_size=252, max_size=253),  # about 255
+                ),
+            ),
+        ),
+        max_size=30,
+    )
+)
+def test_folder_ids_among_mem_names_are_what_is_folder_id_accepts(names: list[str]) -> None:
+    """Listings made mostly of ``mem-`` names, clean or not (the fast path and the
+    regular-expression pass must agree with the one-name rule)."""
+    assert folder_ids_among(names) == [n for n in names if is_folder_id(n)]
+
+
+def test_folder_ids_among_a_clean_listing_is_its_mem_names_in_order() -> None:
+    names = ["index.json", "mem-20260101T000000Z-0002", "images", "mem-20260101T000000Z-0001"]
+    assert folder_ids_among(names) == [names[1], names[3]]
+    assert folder_ids_among([*names, "mem-"]) == [names[1], names[3]]
+    assert folder_ids_among([*names, "mem-a b"]) == [names[1], names[3]]
