@@ -20,6 +20,14 @@ from handlers.metrics import Metrics
 from handlers.relevance_snapshots import save_loaded
 from handlers.sessions import SessionRegistry
 
+WARM_ROUNDS = 2
+"""Warm recall rounds that run at once, the others waiting in line (first come, first
+served). A round is a few milliseconds of Python, which the interpreter lock runs one
+thread at a time: twenty rounds in twenty threads all finish near the end of the twenty
+(and thrash the lock), twenty in line finish one after the other, so half are answered
+in half the time. Two, not one: a round also waits on its disk (its reads and fsyncs),
+and the second runs meanwhile."""
+
 
 class DaemonInfo(Protocol):
     """What the process knows that handlers report: uptime, connections, counters."""
@@ -58,6 +66,10 @@ class App:
         # which sessions `session/event` and the session-log tailer archive passively
         # (handlers.passive): "all", "channel" (QQ channel sessions) or "off"
         self.passive_scope = passive_scope
+        self.warm_rounds = anyio.CapacityLimiter(WARM_ROUNDS)
+        """The worker threads of warm recall rounds (:data:`WARM_ROUNDS`). A session's
+        first round, which may load or build its indexes, has its own thread instead: a
+        load of seconds never holds up the others' rounds."""
         self.metrics = Metrics()
         """Request counts and latencies, product events (`handlers.metrics`)."""
         self.compat = CompatMonitor(config.environ, paths.home, dsh_profile, derpyu_patcher)

@@ -194,7 +194,7 @@ async def _recall(
         return outcome
 
     with ctx.commit_guard():
-        outcome = await anyio.to_thread.run_sync(work)
+        outcome = await anyio.to_thread.run_sync(work, limiter=None if first else app.warm_rounds)
     if outcome.recalled:
         app.metrics.count("recalls")
         app.metrics.count("recalled_memories", len(outcome.recalled))
