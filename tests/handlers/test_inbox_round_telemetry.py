@@ -16,7 +16,8 @@ from engine import jsonio
 from engine.jsonio import FsOps, append_jsonl
 from engine.store import open_session
 from engine.store.stats import append_stats, read_jsonl
-from tests.engine.recall_fixtures import BASE_MS, write_folders
+from tests.engine.recall_fixtures import BASE_MS
+from tests.handlers.inbox_fixtures import session_with_folders, user_message
 from tests.rofmd.eviction_harness import core
 
 SID = "telemetry"
@@ -44,13 +45,7 @@ def _noting() -> Iterator[_Appends]:
 
 
 def _ask(text: str, mid: str, time_ms: int) -> dict[str, Any]:
-    message = {
-        "id": mid,
-        "role": "user",
-        "content": [{"type": "text", "text": text}],
-        "source": {"kind": "user"},
-    }
-    return {"session": {"id": SID}, "message": message, "time": time_ms}
+    return user_message(SID, text, mid, time_ms)
 
 
 def test_records_of_one_call_are_one_append_of_their_lines(tmp_path: Path) -> None:
@@ -93,19 +88,8 @@ def test_a_failed_write_counts_every_record_it_held(tmp_path: Path) -> None:
 async def test_a_round_writes_its_two_records_in_one_durable_append(tmp_path: Path) -> None:
     root = tmp_path / "mem"
     async with core(root) as c:
-        await c.call("prompt/sections", {"session": {"id": SID}})  # opens the store
-        state = await c.app.sessions.get(SID)
-        folders = [
-            {
-                "createdAt": BASE_MS + i * 60_000,
-                "alpha": 0.8,
-                "keywords": ["星港项目", f"词{i}"],
-                "messages": [{"role": "user", "content": f"星港项目第{i}条，昨天定的"}],
-            }
-            for i in range(4)
-        ]
-        write_folders(state.store, folders)
-        stats = state.store.paths.stats
+        store = await session_with_folders(c, SID, 4)
+        stats = store.paths.stats
         rounds = 0
         for n, text in enumerate(["星港项目怎么样了", "星港项目 词2", "完全无关的话"]):
             with _noting() as noted:

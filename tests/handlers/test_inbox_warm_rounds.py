@@ -18,33 +18,13 @@ import handlers.inbox as inbox
 from engine.recall import run_round
 from handlers.app import WARM_ROUNDS
 from handlers.recall_state import candidate_index
-from tests.engine.recall_fixtures import BASE_MS, write_folders
-from tests.rofmd.eviction_harness import Core, core
+from tests.engine.recall_fixtures import BASE_MS
+from tests.handlers.inbox_fixtures import session_with_folders, user_message
+from tests.rofmd.eviction_harness import core
 
 
 def _ask(sid: str, text: str, mid: str, n: int) -> dict[str, Any]:
-    message = {
-        "id": mid,
-        "role": "user",
-        "content": [{"type": "text", "text": text}],
-        "source": {"kind": "user"},
-    }
-    return {"session": {"id": sid}, "message": message, "time": BASE_MS + 10**7 + n}
-
-
-async def _with_folders(c: Core, sid: str) -> None:
-    await c.call("prompt/sections", {"session": {"id": sid}})  # opens the store
-    state = await c.app.sessions.get(sid)
-    folders = [
-        {
-            "createdAt": BASE_MS + i * 60_000,
-            "alpha": 0.8,
-            "keywords": ["星港项目", f"词{i}"],
-            "messages": [{"role": "user", "content": f"星港项目第{i}条，昨天定的"}],
-        }
-        for i in range(3)
-    ]
-    write_folders(state.store, folders)
+    return user_message(sid, text, mid, BASE_MS + 10**7 + n)
 
 
 class _InFlight:
@@ -82,7 +62,7 @@ async def test_warm_rounds_run_at_most_warm_rounds_at_once(
 
     async with core(tmp_path / "mem") as c:
         for sid in sessions:
-            await _with_folders(c, sid)
+            await session_with_folders(c, sid, 3)
             await c.call("agent/inbox/inserted", _ask(sid, "星港项目 词0", "m0", 0))  # first
         monkeypatch.setattr(inbox, "run_round", counted)
         async with anyio.create_task_group() as tg:
@@ -106,7 +86,7 @@ async def test_first_rounds_never_hold_up_the_warm_ones(
 
     async with core(tmp_path / "mem") as c:
         for sid in [warm, *cold]:
-            await _with_folders(c, sid)
+            await session_with_folders(c, sid, 3)
         await c.call("agent/inbox/inserted", _ask(warm, "星港项目 词0", "m0", 0))
         monkeypatch.setattr(inbox, "candidate_index", slow_first)
         try:
