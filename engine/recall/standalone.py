@@ -113,10 +113,10 @@ def recall_once(
 
 def append_round_stats(store: SessionStore, outcome: RoundOutcome, **extra: Any) -> None:
     """Append the round's ``recall`` (with ``extra`` fields: ``contextTokens``,
-    ``elapsedMs``) and ``recall-block`` records."""
+    ``elapsedMs``) and ``recall-block`` records, in one durable write as the daemon does
+    (`handlers.inbox`): a crash keeps both or neither."""
     if outcome.ran:
-        store.append_stats({**outcome.recall_record, **extra})
-        store.append_stats(outcome.block_record)
+        store.append_stats({**outcome.recall_record, **extra}, outcome.block_record)
 
 
 def search_once(
