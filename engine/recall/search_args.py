@@ -34,6 +34,7 @@ from typing import Any
 
 from engine import texts
 from engine.config import MemoryConfig
+from engine.config.limits import RECALL_LIMIT_MAX
 from engine.keywords import QUERY_KEYWORDS_MAX, match_key
 from engine.scoring.labels import normalize_labels
 from engine.secrets.detect import has_secret
@@ -51,7 +52,7 @@ __all__ = [
 ]
 
 LIMIT_MIN = 1
-LIMIT_MAX = 20
+LIMIT_MAX = RECALL_LIMIT_MAX  # memory_recall.limit: 1..20 (engine.config.limits)
 LIMIT_DEFAULT = 3
 OFFSET_MAX = 10_000
 
