@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -149,3 +151,22 @@ def test_terms_invariants(text: str) -> None:
         if all(is_cjk_char(c) for c in t):
             assert len(t) <= MAX_CJK_TERM_CHARS
             assert t not in CJK_STOPWORDS
+
+
+_CLEANED = "\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e\x00\x01\t\n\r\x1f\x7f"
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.text(max_size=8), st.sampled_from([*_CLEANED, "ＡＢ", "ﬁ", "é", "e\u0301"])),
+        max_size=20,
+    ).map("".join)
+)
+def test_normalize_text_is_surrogates_nfkc_then_every_cleaned_character(text: str) -> None:
+    """The fast path (no character to clean: no translate) gives what the full recipe
+    gives, for texts with and without the characters it removes or blanks."""
+    full = unicodedata.normalize("NFKC", fix_surrogates(text))
+    full = full.translate({ord(c): None for c in _CLEANED[:7]} | dict.fromkeys(range(0x20), " "))
+    full = full.translate({0x7F: " "})
+    assert normalize_text(text) == full
