@@ -38,9 +38,9 @@ import os
 import re
 import shutil
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -48,6 +48,7 @@ __all__ = [
     "CorruptJSONError",
     "FsOps",
     "append_jsonl",
+    "atomic_stream",
     "dumps_json",
     "fs",
     "fsync_dir",
@@ -231,6 +232,28 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     tmp = temp_path(path)
     try:
         fs.create_write_sync(tmp, data)
+        fs.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            fs.unlink(tmp)
+        raise
+    fs.fsync_dir(path.parent)
+
+
+@contextlib.contextmanager
+def atomic_stream(path: Path) -> Iterator[BinaryIO]:
+    """A file to stream into that replaces ``path`` when the block ends, atomically and
+    durably, as :func:`write_bytes_atomic` does for bytes in memory (a temp file beside
+    it, fsync, rename, fsync of the directory): for what is too large to hold at once
+    (a backup archive, an export). If the block raises, the temp file is removed and
+    ``path`` keeps what it held."""
+    tmp = temp_path(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
         fs.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -45,7 +45,7 @@ import orjson
 import zstandard
 
 from engine import jsonio
-from engine.jsonio import dumps_json, temp_path
+from engine.jsonio import atomic_stream, dumps_json
 from rofmd.cli.where import CliError
 
 __all__ = [
@@ -154,31 +154,21 @@ def write_tar_zst(
     """Write ``staging`` (manifest first, then the tree) as ``output``, atomically and
     durably (a temp file beside it, fsync, rename, fsync of the directory); returns its
     size. ``progress(bytes read so far)``."""
-    tmp = temp_path(output)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     paths = [staging / MANIFEST, *(p for p in _tree(staging) if p != staging / MANIFEST)]
-    try:
-        with os.fdopen(fd, "wb") as raw:
-            zst = zstandard.ZstdCompressor(level=ZSTD_LEVEL).stream_writer(raw, closefd=False)
-            with zst, tarfile.open(fileobj=zst, mode="w|", format=tarfile.GNU_FORMAT) as tar:
-                done = 0
-                for path in paths:
-                    name = path.relative_to(staging).as_posix()
-                    if path.is_dir():
-                        tar.addfile(_tar_info(name, "dir", 0, mtime_s))
-                        continue
-                    data = path.read_bytes()
-                    tar.addfile(_tar_info(name, "file", len(data), mtime_s), io.BytesIO(data))
-                    done += len(data)
-                    if progress is not None:
-                        progress(done)
-            raw.flush()
-            os.fsync(raw.fileno())
-        jsonio.fs.replace(tmp, output)
-    except BaseException:
-        jsonio.fs.unlink(tmp)
-        raise
-    jsonio.fs.fsync_dir(output.parent)
+    with atomic_stream(output) as raw:
+        zst = zstandard.ZstdCompressor(level=ZSTD_LEVEL).stream_writer(raw, closefd=False)
+        with zst, tarfile.open(fileobj=zst, mode="w|", format=tarfile.GNU_FORMAT) as tar:
+            done = 0
+            for path in paths:
+                name = path.relative_to(staging).as_posix()
+                if path.is_dir():
+                    tar.addfile(_tar_info(name, "dir", 0, mtime_s))
+                    continue
+                data = path.read_bytes()
+                tar.addfile(_tar_info(name, "file", len(data), mtime_s), io.BytesIO(data))
+                done += len(data)
+                if progress is not None:
+                    progress(done)
     return output.stat().st_size
 
 

@@ -40,7 +40,7 @@ from typing import Any
 import orjson
 
 from engine import jsonio
-from engine.jsonio import temp_path
+from engine.jsonio import atomic_stream, temp_path
 from engine.store.index_snapshot import DERIVED_SNAPSHOTS
 from engine.store.layout import SessionPaths
 from engine.store.records import to_json_dict
@@ -405,23 +405,6 @@ def _export_lines(where: Where, stores: list[Listed], counts: dict[str, int]) ->
             yield orjson.dumps(line) + b"\n"
 
 
-def _write_atomic_stream(path: Path, chunks: Iterator[bytes]) -> None:
-    """Write ``chunks`` to ``path`` atomically and durably (a temp file beside it)."""
-    tmp = temp_path(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            for chunk in chunks:
-                fh.write(chunk)
-            fh.flush()
-            os.fsync(fh.fileno())
-        jsonio.fs.replace(tmp, path)
-    except BaseException:
-        jsonio.fs.unlink(tmp)
-        raise
-    jsonio.fs.fsync_dir(path.parent)
-
-
 def cmd_export(args: argparse.Namespace) -> int:
     """Every folder of the snapshot as a JSON line (meta and messages)."""
     to_stdout = args.output is None or str(args.output) == "-"
@@ -440,7 +423,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         path = Path(args.output).expanduser().absolute()
         if path.is_dir():
             raise CliError(f"{path} is a directory")
-        _write_atomic_stream(path, lines)
+        with atomic_stream(path) as file:
+            file.writelines(lines)
         target = str(path)
     out = {"output": target, "sessions": [s.session for s in stores], **counts}
     if args.json:

@@ -15,6 +15,7 @@ from engine.jsonio import (
     CorruptJSONError,
     FsOps,
     append_jsonl,
+    atomic_stream,
     is_temp_name,
     read_json,
     write_bytes_atomic,
@@ -239,3 +240,23 @@ def test_fsync_all_syncs_each_path_as_the_writer_yields_it(tmp_path: Path) -> No
     with pytest.raises(_Boom, match="disk full"):
         fs.fsync_all(writer(True))
     assert fs.synced[3:] == ["bad0", "bad1"]
+
+
+def test_atomic_stream_replaces_the_file_only_when_the_block_ends(tmp_path: Path) -> None:
+    target = tmp_path / "export.jsonl"
+    target.write_bytes(b"old\n")
+    with atomic_stream(target) as out:
+        out.writelines([b"a\n", b"b\n"])
+        assert target.read_bytes() == b"old\n"  # not yet
+    assert target.read_bytes() == b"a\nb\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["export.jsonl"]
+
+
+def test_atomic_stream_that_raises_keeps_the_old_file_and_no_temp(tmp_path: Path) -> None:
+    target = tmp_path / "backup.tar.zst"
+    target.write_bytes(b"old")
+    with pytest.raises(RuntimeError), atomic_stream(target) as out:
+        out.write(b"half")
+        raise RuntimeError("disk full")
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["backup.tar.zst"]
