@@ -156,12 +156,6 @@ _EN_DROP: Final[frozenset[str]] = EN_STOPWORDS | EN_FILLER
 _STEMMER = Stemmer.Stemmer("english")
 
 
-_STEMS: dict[str, str] = {}
-"""Stems of the words seen so far, up to :data:`_STEMS_MAX` (the vocabulary of chats is
-small; a word past the bound still gets its stem, from the cached stemmer)."""
-_STEMS_MAX: Final = 1 << 17
-
-
 @functools.lru_cache(maxsize=1 << 17)
 def stem_word(word: str) -> str:
     """The Snowball stem of one case-folded word (cached: chat vocabulary is small)."""
@@ -271,23 +265,14 @@ def _tables(extra_stopwords: Iterable[str]) -> tuple[frozenset[str], re.Pattern[
 
 def _terms(norm: str, drop: frozenset[str], cut: re.Pattern[str] | None) -> list[str]:
     """The search terms of normalised, case-folded text. (`findall`'s pairs rather than
-    match objects, and the stems through a plain dict before the cached stemmer: this
-    loop is most of building a relevance index.)"""
+    match objects: this loop is most of building a relevance index.)"""
     out: list[str] = []
-    stems = _STEMS
+    stem = stem_word
     for cjk, lat in _SCAN.findall(norm):
         if lat:
             if len(lat) < 2 or lat in drop:
                 continue
-            if lat[0].isdigit():
-                out.append(lat)
-            else:
-                stem = stems.get(lat)
-                if stem is None:
-                    stem = stem_word(lat)
-                    if len(stems) < _STEMS_MAX:
-                        stems[lat] = stem
-                out.append(stem)
+            out.append(lat if lat[0].isdigit() else stem(lat))
         elif cut is None:
             _cjk_terms(cjk, out)
         else:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.relevance import analyzer, passages
+from engine.relevance import passages
 from engine.relevance.analyzer import search_terms
 from engine.relevance.index import RelevanceIndex
 from engine.relevance.passages import PassageStore
@@ -49,17 +49,6 @@ def test_cjk_terms_are_bigrams_and_characters_without_particles() -> None:
     assert search_terms("我的") == ["我的"]  # particles are never single-character terms
     # a rephrased question meets the promise through the character it shares
     assert "叫" in set(search_terms("以后我就叫你小鲸")) & set(search_terms("你说以后要叫我什么"))
-
-
-def test_stems_past_the_memo_bound_are_still_stems(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The analyzer's dict of stems stops growing at its bound; words past it are stemmed
-    all the same (through the cached stemmer)."""
-    monkeypatch.setattr(analyzer, "_STEMS", {})
-    monkeypatch.setattr(analyzer, "_STEMS_MAX", 2)
-    text = "finished classes gardening potteries"
-    assert search_terms(text) == ["finish", "class", "garden", "potteri"]
-    assert search_terms(text) == ["finish", "class", "garden", "potteri"]
-    assert analyzer._STEMS == {"finished": "finish", "classes": "class"}
 
 
 def test_extra_stopwords_are_dropped() -> None:
