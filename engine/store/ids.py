@@ -183,7 +183,7 @@ def folder_ids_among(names: Sequence[str]) -> list[str]:
     joined = "\n".join(mem)
     if joined.translate(_SAFE_DELETED) == "\n" * (len(mem) - 1) and "mem-" not in mem:
         found = mem
-    elif "\n" in "".join(mem):
+    elif joined.count("\n") >= len(mem):  # more breaks than separators: a name holds one
         found = [name for name in mem if _FOLDER_DIR_RE.match(name)]
     else:
         found = _FOLDER_LINE_RE.findall(joined)
