@@ -6,23 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine import jsonio
 from engine.config import build_config
-from engine.jsonio import FsOps
 from engine.recall.standalone import StandaloneRecall, append_round_stats, recall_once
 from engine.store import open_session, read_jsonl
+from tests.appends_fixtures import noting_appends
 from tests.engine.recall_fixtures import BASE_MS, write_folders
-
-
-class _Appends(FsOps):
-    """The real filesystem, noting the path of every durable append."""
-
-    def __init__(self) -> None:
-        self.paths: list[Path] = []
-
-    def append_sync(self, path: Path, data: bytes) -> None:
-        self.paths.append(path)
-        super().append_sync(path, data)
 
 
 def test_a_standalone_round_appends_its_two_records_at_once(tmp_path: Path) -> None:
@@ -43,13 +31,9 @@ def test_a_standalone_round_appends_its_two_records_at_once(tmp_path: Path) -> N
     session = StandaloneRecall.open(store, cfg)
     outcome = recall_once(session, "星港项目怎么样了", now_ms=BASE_MS + 10**7, context_window=None)
     assert outcome.ran and outcome.recalled
-    saved, noted = jsonio.fs, _Appends()
-    jsonio.fs = noted
-    try:
+    with noting_appends() as noted:
         append_round_stats(store, outcome, elapsedMs=3)
-    finally:
-        jsonio.fs = saved
-    assert noted.paths == [store.paths.stats]
+    assert [path for path, _ in noted.appends] == [store.paths.stats]
     records = [r for r in read_jsonl(store.paths.stats) if r["type"].startswith("recall")]
     assert [r["type"] for r in records] == ["recall", "recall-block"]
     assert records[0]["elapsedMs"] == 3

@@ -4,44 +4,21 @@ same lines two appends would have written."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
-from engine import jsonio
-from engine.jsonio import FsOps, append_jsonl
+from engine.jsonio import append_jsonl
 from engine.store import open_session
 from engine.store.stats import append_stats, read_jsonl
+from tests.appends_fixtures import noting_appends
 from tests.engine.recall_fixtures import BASE_MS
 from tests.handlers.inbox_fixtures import session_with_folders, user_message
 from tests.rofmd.eviction_harness import core
 
 SID = "telemetry"
-
-
-class _Appends(FsOps):
-    """The real filesystem, noting every durable append (path, bytes)."""
-
-    def __init__(self) -> None:
-        self.appends: list[tuple[Path, bytes]] = []
-
-    def append_sync(self, path: Path, data: bytes) -> None:
-        self.appends.append((path, data))
-        super().append_sync(path, data)
-
-
-@contextmanager
-def _noting() -> Iterator[_Appends]:
-    saved = jsonio.fs
-    jsonio.fs = noted = _Appends()
-    try:
-        yield noted
-    finally:
-        jsonio.fs = saved
 
 
 def _ask(text: str, mid: str, time_ms: int) -> dict[str, Any]:
@@ -53,7 +30,7 @@ def test_records_of_one_call_are_one_append_of_their_lines(tmp_path: Path) -> No
     apart, together = tmp_path / "apart.jsonl", tmp_path / "together.jsonl"
     append_stats(apart, first)
     append_stats(apart, second)
-    with _noting() as noted:
+    with noting_appends() as noted:
         append_stats(together, first, second)
     assert together.read_bytes() == apart.read_bytes()
     assert [p for p, _ in noted.appends] == [together]
@@ -92,7 +69,7 @@ async def test_a_round_writes_its_two_records_in_one_durable_append(tmp_path: Pa
         stats = store.paths.stats
         rounds = 0
         for n, text in enumerate(["星港项目怎么样了", "星港项目 词2", "完全无关的话"]):
-            with _noting() as noted:
+            with noting_appends() as noted:
                 answer = await c.call(
                     "agent/inbox/inserted", _ask(text, f"m{n}", BASE_MS + 10**7 + n)
                 )
