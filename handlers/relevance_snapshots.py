@@ -17,8 +17,9 @@ twenty 100 MB files at once and no request thread waits on a disk write. A reque
 a snapshot already waiting replaces it (the newer index wins). The thread copies the
 index under its lock (a request of that session that syncs meanwhile waits for the
 copy, not for the write) and holds an unloaded session's index until it is written, then
-lets it go. Reopening a session waits for its pending write before loading the file, so
-it reads the newest one.
+lets it go. Reopening a session waits for its pending writes before its store is opened
+(whose recovery removes stray temp files) and before loading a snapshot, so it reads the
+newest one.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ __all__ = [
     "after_candidates",
     "after_sync",
     "before_load",
+    "before_open",
     "candidate_key",
     "note_loaded",
     "on_unload",
@@ -141,6 +143,19 @@ class SnapshotWriter:
                 lambda: path not in self._queue and self._running != path, timeout
             )
 
+    def wait_within(self, directory: Path, timeout: float | None = None) -> bool:
+        """Block until no snapshot of a file in `directory` is waiting or being written;
+        False when `timeout` passed first."""
+
+        def clear() -> bool:
+            running = self._running
+            return (running is None or running.parent != directory) and all(
+                p.parent != directory for p in self._queue
+            )
+
+        with self._cond:
+            return self._cond.wait_for(clear, timeout)
+
     def flush(self, timeout: float | None = None) -> bool:
         """Block until every requested snapshot is written (or failed); False when
         `timeout` passed first."""
@@ -186,6 +201,15 @@ def before_load(state: SessionState, path: Path | None = None) -> None:
     path = snapshot_path(state.store) if path is None else path
     if WRITER.pending(path) and not WRITER.wait(path, REOPEN_WAIT_S):
         log.warning("index snapshot still being written", session_key=state.key, path=str(path))
+
+
+def before_open(directory: Path, key: str) -> None:
+    """Reopening a session: wait for every snapshot still being written into its
+    `directory` (blocking). Opening runs the store's recovery, which removes the temp files
+    it finds there as leftovers of a crash; a write in flight would lose its temp file
+    (and the newer snapshot) under it."""
+    if not WRITER.wait_within(directory, REOPEN_WAIT_S):
+        log.warning("index snapshot still being written", session_key=key, path=str(directory))
 
 
 def candidate_key(store: SessionStore, params: Any) -> tuple[Any, ...]:

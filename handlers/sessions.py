@@ -33,11 +33,11 @@ import structlog
 
 from engine.recall.strikes import RecallStrikes
 from engine.recall_view import RecallBlockView
-from engine.store import LoadReport, SessionStore, open_session, safe_session_id
+from engine.store import LoadReport, SessionStore, open_session, safe_session_id, session_paths
 from handlers.archive_state import ArchiveState
 from handlers.damage import DamageLedger
 from handlers.long_lived import long_lived, thaw
-from handlers.relevance_snapshots import on_unload
+from handlers.relevance_snapshots import before_open, on_unload
 from handlers.session_residue import Residue, capture, releasable, restore
 from handlers.stats_health import StatsHealth
 
@@ -184,6 +184,7 @@ class SessionRegistry:
             per_session = self._per_session()
 
             def opened() -> SessionStore:
+                before_open(session_paths(root, chat_key, per_session=per_session).dir, key)
                 with long_lived():  # the index lives as long as the session
                     return open_session(
                         root, chat_key, per_session=per_session, create=not read_only
