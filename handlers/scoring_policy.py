@@ -156,9 +156,15 @@ def apply_heuristic(
     return list(changes)
 
 
-def _decision(
-    state: SessionState, cfg: MemoryConfig, compat: CompatStatus, under_pressure: bool
+def fallback_decision(
+    state: SessionState,
+    cfg: MemoryConfig,
+    compat: CompatStatus,
+    under_pressure: bool,
+    rounds_unjudged: int | None = None,
 ) -> FallbackDecision:
+    """What the fallback policy decides now (blocking: it lists the pending folders).
+    `rounds_unjudged`: the session's count as it is about to be (default: as it is)."""
     channel = compat.is_channel(state.key)
     rounds = cfg.scoring.auto_heuristic_after_rounds
     return decide(
@@ -166,7 +172,9 @@ def _decision(
         pending_oldest_first=listed_pending(state, cfg),
         max_pending=cfg.scoring.max_pending,
         under_pressure=under_pressure,
-        rounds_unjudged=state.scoring_rounds_unjudged,
+        rounds_unjudged=(
+            state.scoring_rounds_unjudged if rounds_unjudged is None else rounds_unjudged
+        ),
         rounds_limit=rounds.channel if channel else rounds.plain,
         channel_heuristic=compat.heuristic_scoring(state.key, cfg.compat.channel_score),
     )
@@ -178,7 +186,17 @@ async def run_fallback(
     """Decide, and write the heuristic scores the decision asks for."""
     cfg = app.config.config
     compat = app.compat.status
-    decision = await anyio.to_thread.run_sync(lambda: _decision(state, cfg, compat, under_pressure))
+    decision = await anyio.to_thread.run_sync(
+        lambda: fallback_decision(state, cfg, compat, under_pressure)
+    )
+    await apply_fallback(state, cfg, ctx, decision)
+    return decision
+
+
+async def apply_fallback(
+    state: SessionState, cfg: MemoryConfig, ctx: RequestContext, decision: FallbackDecision
+) -> None:
+    """Write the heuristic scores `decision` asks for (nothing when it asks for none)."""
     if decision.heuristic_ids:
         ids = list(decision.heuristic_ids)
         with ctx.commit_guard():
@@ -191,7 +209,6 @@ async def run_fallback(
             )
             state.scoring_rounds_unjudged = 0
             state.request_new_series()
-    return decision
 
 
 async def archive_gate(

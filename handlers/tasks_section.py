@@ -30,6 +30,7 @@ import anyio
 from engine import texts
 from engine.config import MemoryConfig
 from engine.scoring.events import existing_label_list
+from engine.scoring.fallback import FallbackDecision
 from engine.scoring.task_block import (
     LIST_LIMIT,
     PendingItem,
@@ -44,9 +45,10 @@ from engine.scoring.task_block import (
 from engine.store import IndexEntry, StoreError
 from handlers.context import RequestContext
 from handlers.scoring_policy import (
+    apply_fallback,
+    fallback_decision,
     listed_pending,
     readable_for,
-    run_fallback,
 )
 
 if TYPE_CHECKING:
@@ -187,14 +189,28 @@ async def tasks_section_text(app: App, state: SessionState, ctx: RequestContext)
         if ctx.method == USER_TURN_METHOD:
             state.scoring_rounds_unjudged = 0
         return texts.TASKS_EMPTY_WITH_RECALL if has_recall else ""
-    if ctx.method == USER_TURN_METHOD:
-        has_pending = await anyio.to_thread.run_sync(lambda: bool(listed_pending(state, cfg)))
-        state.scoring_rounds_unjudged = state.scoring_rounds_unjudged + 1 if has_pending else 0
-    await run_fallback(app, state, ctx, under_pressure=False)
-    channel = app.compat.status.is_channel(state.key)  # §3.2.3's rubric line
-    block = await anyio.to_thread.run_sync(
-        lambda: build_task_block(
+    compat = app.compat.status
+    channel = compat.is_channel(state.key)  # §3.2.3's rubric line
+    user_turn = ctx.method == USER_TURN_METHOD
+
+    def render() -> TaskBlock:
+        return build_task_block(
             state, cfg, ctx.now_ms, has_recall_block=has_recall, channel=channel
         )
-    )
+
+    def decide_then_render() -> tuple[int, FallbackDecision, TaskBlock | None]:
+        # one worker hop for what used to take three: a user turn counts a scoring round
+        # while folders are listed, the fallback decides with that count, and the block
+        # is rendered right away unless the decision scores folders first
+        rounds = state.scoring_rounds_unjudged
+        if user_turn:
+            rounds = rounds + 1 if listed_pending(state, cfg) else 0
+        decision = fallback_decision(state, cfg, compat, False, rounds)
+        return rounds, decision, None if decision.heuristic_ids else render()
+
+    rounds, decision, block = await anyio.to_thread.run_sync(decide_then_render)
+    state.scoring_rounds_unjudged = rounds
+    if block is None:
+        await apply_fallback(state, cfg, ctx, decision)
+        block = await anyio.to_thread.run_sync(render)
     return block.text

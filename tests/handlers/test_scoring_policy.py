@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import pytest
 
 from engine.store import open_session
 from handlers.context import RequestContext
@@ -10,6 +15,8 @@ from handlers.scoring_policy import archive_gate
 from handlers.tasks_section import tasks_section_text, window_tokens
 from tests.engine.scoring_fixtures import BASE_MS, user, write_pending
 from tests.handlers.app_fixtures import make_app, request_ctx
+
+T = TypeVar("T")
 
 
 def ctx(method: str = "agent/pre-step") -> RequestContext:
@@ -91,3 +98,30 @@ async def test_window_sources(tmp_path: Path) -> None:
     assert window_tokens(state, cfg) == 20000
     state.context_window = 30000
     assert window_tokens(state, cfg) == 30000
+
+
+async def test_the_task_block_takes_one_worker_hop_unless_it_scores_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While folders wait, the rounds count, the fallback decision and the block are one
+    worker hop (every answer with sections of such a session pays it); a decision that
+    scores folders takes the hop of its write and one more for the block it changed."""
+    seed(tmp_path, "s-hops", 2)
+    app = make_app(tmp_path, {"scoring": {"autoHeuristicAfterRounds": {"plain": 2}}})
+    state = await app.sessions.get("s-hops")
+    hops: list[object] = []
+    real = anyio.to_thread.run_sync
+
+    async def counted(func: Callable[[], T], *args: Any, **kw: Any) -> T:
+        hops.append(func)
+        return await real(func, *args, **kw)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+    assert "id=mem-" in await tasks_section_text(app, state, ctx("agent/inbox/inserted"))
+    assert (len(hops), state.scoring_rounds_unjudged) == (1, 1)
+    assert "id=mem-" in await tasks_section_text(app, state, ctx("agent/pre-step"))
+    assert (len(hops), state.scoring_rounds_unjudged) == (2, 1)
+    # the second round unjudged: scored heuristically, then the (now empty) block
+    assert await tasks_section_text(app, state, ctx("agent/inbox/inserted")) == ""
+    assert (len(hops), state.scoring_rounds_unjudged) == (5, 0)
+    assert all(e.scoreMode == "heuristic" for e in state.store.index)
