@@ -34,12 +34,11 @@ from __future__ import annotations
 
 import functools
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Final, Literal
 
 from engine.stopwords import stopword_table
-from engine.tokenizer import CJK_CLASS, LATIN_WORD_CLASS, fix_surrogates, is_latin_word_char
+from engine.tokenizer import CJK_CLASS, LATIN_WORD_CLASS, fix_surrogates, is_latin_word_char, nfkc
 from engine.tokenizer import terms as _terms
 
 QUERY_KEYWORDS_MAX: Final = 16
@@ -90,9 +89,7 @@ def extract_keywords(
 
 @functools.lru_cache(maxsize=1 << 16)
 def _match_key(term: str, fold: bool) -> str:
-    text = fix_surrogates(term)
-    if not unicodedata.is_normalized("NFKC", text):
-        text = unicodedata.normalize("NFKC", text)
+    text = nfkc(fix_surrogates(term))
     text = _WS.sub(" ", text.translate(_CLEAN)).strip()
     return text.casefold() if fold else text
 
