@@ -334,13 +334,9 @@ def features(text: str) -> dict[str, float]:
     for name, pattern in _MARKERS.items():
         hits = sum(1 for line in lines if pattern.search(line) is not None)
         out[name] = min(1.0, hits / per)
-    numbers = {
-        m.group(0).replace(" ", "")
-        for line in lines
-        for m in _NUMBER.finditer(line)
-        if _concrete(m)
-    }
-    dense = sum(1 for line in lines if sum(1 for m in _NUMBER.finditer(line) if _concrete(m)) >= 3)
+    concrete = [[m for m in _NUMBER.finditer(line) if _concrete(m)] for line in lines]
+    numbers = {m.group(0).replace(" ", "") for found in concrete for m in found}
+    dense = sum(1 for found in concrete if len(found) >= 3)
     data = 1.0
     if len(lines) >= TABLE_LINES and dense * 2 >= len(lines):
         data = TABLE_DAMPING  # a log, a listing, a table: numbers are data, not parameters
