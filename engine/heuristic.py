@@ -97,7 +97,7 @@ factor."""
 
 _WORD = "a-z0-9_'’"
 """A Latin cue starts a word: the character before it is none of these ("agree" is no cue
-in "disagree", nor "chose" in "we'chose")."""
+in "disagree", nor "promise" in "compromise")."""
 _END = r"(?![a-z0-9_])"
 """... and ends one, unless its marker says otherwise (``latin_end``)."""
 _OBJ_NOT_PREF = (
