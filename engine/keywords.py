@@ -38,7 +38,13 @@ from collections.abc import Iterable, Sequence
 from typing import Final, Literal
 
 from engine.stopwords import stopword_table
-from engine.tokenizer import CJK_CLASS, LATIN_WORD_CLASS, fix_surrogates, is_latin_word_char, nfkc
+from engine.tokenizer import (
+    CJK_CLASS,
+    LATIN_WORD_CLASS,
+    fix_surrogates,
+    is_latin_word_char,
+    normalize_text,
+)
 from engine.tokenizer import terms as _terms
 
 QUERY_KEYWORDS_MAX: Final = 16
@@ -51,10 +57,6 @@ MATCH_MODES: Final[tuple[str, ...]] = ("contains", "exact")
 
 _WS = re.compile(r"\s+")
 _CJK_RUN = re.compile(f"[{CJK_CLASS}]+")
-_CLEAN: Final[dict[int, str | None]] = {
-    **dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e")),
-    **dict.fromkeys([*range(0x00, 0x20), 0x7F], " "),
-}
 
 
 def extract_keywords(
@@ -89,8 +91,7 @@ def extract_keywords(
 
 @functools.lru_cache(maxsize=1 << 16)
 def _match_key(term: str, fold: bool) -> str:
-    text = nfkc(fix_surrogates(term))
-    text = _WS.sub(" ", text.translate(_CLEAN)).strip()
+    text = _WS.sub(" ", normalize_text(term)).strip()
     return text.casefold() if fold else text
 
 
