@@ -24,18 +24,16 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from engine import jsonio
 from engine.config import MemoryConfig
 from engine.jsonio import FsOps, dumps_json, write_bytes_atomic
 from engine.scoring.judge import plan_judge
 from engine.store import SessionStore, open_session
 from engine.store.indexfile import file_size, index_log_budget
 from handlers.tool_judge import folder_facts, write_plan
+from tests.appends_fixtures import using_fs
 
 PER_CALL = 5
 BASE_MS = 1_795_000_000_000
@@ -55,16 +53,6 @@ class CountingFs(FsOps):
     def append_sync(self, path: Path, data: bytes) -> None:
         self.bytes += len(data)
         super().append_sync(path, data)
-
-
-@contextmanager
-def counting() -> Iterator[CountingFs]:
-    saved = jsonio.fs
-    jsonio.fs = counter = CountingFs()
-    try:
-        yield counter
-    finally:
-        jsonio.fs = saved
 
 
 def _fid(i: int) -> str:
@@ -165,7 +153,7 @@ def run_one(folders: int, calls: int) -> dict[str, Any]:
             for fid in ids:
                 (scratch / fid).mkdir(parents=True)
             log_before = file_size(store.paths.index_log)
-            with counting() as fs:
+            with using_fs(CountingFs()) as fs:
                 t0 = time.perf_counter()
                 _judge(store, ids, cfg, BASE_MS + folders * 60_000 + c)
                 times.append(time.perf_counter() - t0)

@@ -1,12 +1,13 @@
-"""Noting the durable appends a piece of code makes: the real filesystem seam
-(`engine.jsonio.fs`) swapped for one that records each append before making it, so a
-test can count the writes of an operation (one round, one durable append)."""
+"""The filesystem seam (`engine.jsonio.fs`) swapped for a block (`using_fs`, also the
+judge bench's byte counter), and the one seam that records each durable append before
+making it, so a test can count the writes of an operation (one round, one append)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from engine import jsonio
 from engine.jsonio import FsOps
@@ -23,12 +24,20 @@ class Appends(FsOps):
         super().append_sync(path, data)
 
 
+F = TypeVar("F", bound=FsOps)
+
+
 @contextmanager
-def noting_appends() -> Iterator[Appends]:
-    """`jsonio.fs` notes every append inside the block; the previous seam after it."""
+def using_fs(ops: F) -> Iterator[F]:
+    """`jsonio.fs` is `ops` inside the block; the previous seam after it."""
     saved = jsonio.fs
-    jsonio.fs = noted = Appends()
+    jsonio.fs = ops
     try:
-        yield noted
+        yield ops
     finally:
         jsonio.fs = saved
+
+
+def noting_appends() -> AbstractContextManager[Appends]:
+    """`jsonio.fs` notes every append inside the block (`using_fs`)."""
+    return using_fs(Appends())
