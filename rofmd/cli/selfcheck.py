@@ -113,11 +113,7 @@ class Setup:
 
 
 def _setup(args: argparse.Namespace, environ: Mapping[str, str]) -> Setup:
-    overrides: dict[str, Any] = {}
-    for name in ("config_dir", "memory_root", "sessions_dir"):
-        if getattr(args, name, None) is not None:
-            overrides[name] = getattr(args, name)
-    settings = daemon_settings(overrides, UsageError)
+    settings = daemon_settings(args, ("config_dir", "memory_root", "sessions_dir"), UsageError)
     try:
         build = load_config(settings.config_dir, environ)
     except ConfigFileError as exc:

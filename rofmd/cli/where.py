@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engine.config import ConfigFileError, MemoryConfig, load_config, resolve_memory_root
 from engine.store import SessionStore, list_session_dirs, open_session, open_session_dir
@@ -88,8 +88,11 @@ class Where:
             raise UsageError(f"session {session!r}: {exc}") from None
 
 
-def daemon_settings(overrides: dict[str, Any], error: type[CliError]) -> DaemonSettings:
-    """The daemon's settings (its environment) with the command line's paths over them.
+def daemon_settings(
+    args: argparse.Namespace, names: tuple[str, ...], error: type[CliError]
+) -> DaemonSettings:
+    """The daemon's settings (its environment) with the command line's paths over them:
+    the options `names` of `args` that were given.
 
     A command must see the same places the daemon would, so it reads them through the
     daemon's own model; a bad value is the command's `error`, naming the setting, rather
@@ -99,6 +102,7 @@ def daemon_settings(overrides: dict[str, Any], error: type[CliError]) -> DaemonS
 
     from rofmd.server.settings import DaemonSettings
 
+    overrides = {name: value for name in names if (value := getattr(args, name, None)) is not None}
     try:
         return DaemonSettings(**overrides)
     except ValidationError as exc:
@@ -110,12 +114,7 @@ def daemon_settings(overrides: dict[str, Any], error: type[CliError]) -> DaemonS
 def locate(args: argparse.Namespace, environ: dict[str, str] | None = None) -> Where:
     """Config (the daemon's layering) and memory root (the daemon's resolution)."""
     env = dict(os.environ if environ is None else environ)
-    overrides: dict[str, Any] = {}
-    if args.config_dir is not None:
-        overrides["config_dir"] = args.config_dir
-    if args.memory_root is not None:
-        overrides["memory_root"] = args.memory_root
-    settings = daemon_settings(overrides, CliError)
+    settings = daemon_settings(args, ("config_dir", "memory_root"), CliError)
     try:
         cfg = load_config(settings.config_dir, env).config
     except ConfigFileError as exc:
