@@ -10,6 +10,9 @@ meter puts at 128k tokens. Three cases, timed interleaved in one run:
   answers; committed right after;
 * "pending": the same session, below the trigger, while those folders wait to be
   scored (the pre-step renders the task block of every one of them);
+* "pending, again": the next pre-step of that session, the same surface: what every
+  step of the model costs until the folders are judged (the block it shows is the one
+  the previous answer rendered);
 * "refused": the bytes of the "no archive" request under a method the daemon does not
   have: it reads, parses and refuses them (-32601). Not a goal, a yardstick: what any
   request this size costs this daemon on this machine before a handler runs (the
@@ -108,7 +111,7 @@ def run_archive(path: Path, n: int) -> list[dict[str, Any]]:
     c = LineSocket(path, timeout=60)
     c.call(0, "initialize", {"protocolVersion": 1, "capabilities": CAPS})
     quiet = _params(s, "bench-quiet", 50)
-    idle, busy, waiting, refused = _Case(), _Case(), _Case(), _Case()
+    idle, busy, waiting, again, refused = _Case(), _Case(), _Case(), _Case(), _Case()
     rates: list[float] = []
     folders = 0
     for i in range(n):
@@ -126,6 +129,8 @@ def run_archive(path: Path, n: int) -> list[dict[str, Any]]:
         assert r["compaction"] is None, r
         tasks = [x["text"] for x in r["sections"] if x["name"] == "dsh-rofm:memory-tasks"]
         assert tasks and all(f in tasks[0] for f in comp["folders"][:1]), r
+        r = again.call(c, 10 * i + 6, "agent/pre-step", _params(s, sid, 50))
+        assert [x["text"] for x in r["sections"] if x["name"] == "dsh-rofm:memory-tasks"] == tasks
     c.close()
     messages = len(s.nodes)
     return [
@@ -134,5 +139,6 @@ def run_archive(path: Path, n: int) -> list[dict[str, Any]]:
             "archive", messages, folders=folders, folders_s=round(statistics.median(rates), 1)
         ),
         waiting.row(f"{folders} pending", messages, folders=folders, folders_s="-"),
+        again.row(f"{folders} pending, again", messages, folders=folders, folders_s="-"),
         refused.row("refused", messages, folders=0, folders_s="-"),
     ]

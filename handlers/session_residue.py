@@ -55,6 +55,7 @@ REBUILT = frozenset(
         "time_index",
         "scoring_texts",
         "scoring_fake_window",
+        "task_block_quiet",
         "loaded_parts",
     }
 )

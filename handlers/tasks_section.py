@@ -15,19 +15,27 @@ inbox), else `compress.contextWindowTokens`, else 128 000 tokens
 The lists are gathered for every answer, the block is laid out again only when what it
 shows changed (an item, a text, a waiting time, the budget): while folders wait, the
 answers of a session reuse its last block (`_render`).
+
+And when nothing the block or the fallback decision reads can have changed since the
+last answer (the store's version, the config and compat snapshots, the window, the
+recall and channel flags, the rounds count: `_Quiet`), an answer that counts no round
+(anything but a user turn) takes that block on the event loop, once the waiting times it
+shows are checked: no worker hop, which cost more than the gathering itself (about half
+a millisecond on every pre-step of a session whose folders wait to be scored).
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import anyio
 
 from engine import texts
+from engine.compat.status import CompatStatus
 from engine.config import MemoryConfig
 from engine.scoring.events import existing_label_list
 from engine.scoring.fallback import FallbackDecision
@@ -42,7 +50,7 @@ from engine.scoring.task_block import (
     render_task_block,
     task_budget,
 )
-from engine.store import IndexEntry, StoreError
+from engine.store import IndexEntry, SessionStore, StoreError
 from handlers.context import RequestContext
 from handlers.scoring_policy import (
     apply_fallback,
@@ -151,11 +159,98 @@ def _forgetting(sid: int) -> Callable[[weakref.ref[SessionState]], None]:
     return forget
 
 
+def _ages(pending: Sequence[PendingItem], now_ms: int) -> tuple[str, ...]:
+    """The waiting time each listed pending item shows at `now_ms` (its age line)."""
+    return tuple(format_age(max(0, now_ms - it.since_ms)) for it in pending[:LIST_LIMIT])
+
+
 def render_key(inp: TaskBlockInput) -> _RenderKey:
     """What ``render_task_block(inp)`` depends on: the input but the clock, and the clock
     only through the waiting time each pending item shows (its age line)."""
-    ages = tuple(format_age(max(0, inp.now_ms - it.since_ms)) for it in inp.pending[:LIST_LIMIT])
-    return replace(inp, now_ms=0), ages
+    return replace(inp, now_ms=0), _ages(inp.pending, inp.now_ms)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Quiet:
+    """What the task block of an answer that counts no round, and the fallback decision
+    before it, read besides the clock (module docstring): the store as of its version
+    (its entries, counters and folder texts only change with it) and of its telemetry
+    writes (the era rule reads ``stats.jsonl``: `scoring_policy.session_synthetic`), the
+    config (replaced whole on a reload: compared by identity), the compat status, the
+    window, and the flags and rounds count the caller passes."""
+
+    store: SessionStore
+    version: int
+    stats_writes: int
+    cfg: MemoryConfig
+    compat: CompatStatus
+    window: int | None
+    has_recall: bool
+    channel: bool
+    rounds: int
+
+    def same(self, other: _Quiet) -> bool:
+        return (
+            self.store is other.store
+            and self.cfg is other.cfg
+            and self._values() == other._values()
+        )
+
+    def _values(self) -> tuple[object, ...]:
+        return (
+            self.version,
+            self.stats_writes,
+            self.compat,
+            self.window,
+            self.has_recall,
+            self.channel,
+            self.rounds,
+        )
+
+
+def _quiet_key(
+    state: SessionState, cfg: MemoryConfig, compat: CompatStatus, has_recall: bool, channel: bool
+) -> _Quiet:
+    """The `_Quiet` of this answer, read on the event loop (attributes and counters)."""
+    store = state.store
+    return _Quiet(
+        store,
+        store.version,
+        store.stats_writes,
+        cfg,
+        compat,
+        window_tokens(state, cfg),
+        has_recall,
+        channel,
+        state.scoring_rounds_unjudged,
+    )
+
+
+def _quiet_block(state: SessionState, quiet: _Quiet, now_ms: int) -> TaskBlock | None:
+    """The block the last quiet answer rendered (`_remember_quiet`) when `quiet` is what
+    it read and the waiting times it shows are still those at `now_ms`; else None. O(1):
+    on the event loop."""
+    held = state.task_block_quiet
+    if held is None or not held[0].same(quiet):
+        return None
+    last = _LAST_RENDER.get(id(state))
+    if last is None or last[0]() is not state or last[2] is not held[1]:
+        return None
+    inp, ages = last[1]
+    return held[1] if _ages(inp.pending, now_ms) == ages else None
+
+
+def _remember_quiet(state: SessionState, quiet: _Quiet, block: TaskBlock) -> None:
+    """`block` was rendered from what `quiet` names, unless the store changed meanwhile
+    (then nothing is remembered: the next answer gathers again). Called in the worker
+    thread right after the render."""
+    store = state.store
+    if (
+        store is quiet.store
+        and store.version == quiet.version
+        and store.stats_writes == quiet.stats_writes
+    ):
+        state.task_block_quiet = (quiet, block)
 
 
 def _render(state: SessionState, inp: TaskBlockInput) -> TaskBlock:
@@ -192,6 +287,11 @@ async def tasks_section_text(app: App, state: SessionState, ctx: RequestContext)
     compat = app.compat.status
     channel = compat.is_channel(state.key)  # §3.2.3's rubric line
     user_turn = ctx.method == USER_TURN_METHOD
+    quiet = None if user_turn else _quiet_key(state, cfg, compat, has_recall, channel)
+    if quiet is not None:
+        kept = _quiet_block(state, quiet, ctx.now_ms)
+        if kept is not None:
+            return kept.text
 
     def render() -> TaskBlock:
         return build_task_block(
@@ -206,7 +306,12 @@ async def tasks_section_text(app: App, state: SessionState, ctx: RequestContext)
         if user_turn:
             rounds = rounds + 1 if listed_pending(state, cfg) else 0
         decision = fallback_decision(state, cfg, compat, False, rounds)
-        return rounds, decision, None if decision.heuristic_ids else render()
+        if decision.heuristic_ids:
+            return rounds, decision, None
+        block = render()
+        if quiet is not None:
+            _remember_quiet(state, quiet, block)
+        return rounds, decision, block
 
     rounds, decision, block = await anyio.to_thread.run_sync(decide_then_render)
     state.scoring_rounds_unjudged = rounds

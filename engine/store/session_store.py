@@ -158,6 +158,10 @@ class SessionStore:
         """What :func:`open_session` did to find the directory (None: global layout)."""
         self.stats_failures = 0
         """Telemetry records that could not be written (:meth:`append_stats`)."""
+        self.stats_writes = 0
+        """Calls of :meth:`append_stats` so far, written or not: what ``stats.jsonl`` holds
+        changes with it, as the index does with :attr:`version` (caches of what the
+        session's telemetry shows compare it)."""
         self.on_stats_error: Callable[[OSError], None] | None = None
         """Told of each telemetry write that failed (the daemon warns and keeps it)."""
         state = recover(paths) if make_dir is None else _nothing_yet(paths)
@@ -476,6 +480,7 @@ class SessionStore:
         its report line did not land. The failure goes to ``on_stats_error``, whose
         owner warns once and shows it in ``status``.
         """
+        self.stats_writes += 1
         try:
             self.materialize()
             append_stats(self.paths.stats, record, *more)

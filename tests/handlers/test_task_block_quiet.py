@@ -1,0 +1,145 @@
+"""An answer that counts no round, with nothing the task block reads changed since the
+last one, takes that block on the event loop (no worker hop); it is always the block a
+fresh render gives at that moment (`handlers.tasks_section._Quiet`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import pytest
+
+from engine.store import open_session
+from handlers.app import App
+from handlers.sessions import SessionState
+from handlers.tasks_section import build_task_block, tasks_section_text
+from tests.engine.scoring_fixtures import BASE_MS, user, write_pending
+from tests.handlers.app_fixtures import make_app, request_ctx
+
+T = TypeVar("T")
+NOW = BASE_MS + 10**6
+PRE_STEP = "agent/pre-step"
+
+
+def seed(tmp_path: Path, session: str, n: int, **extra: Any) -> list[str]:
+    store = open_session(tmp_path, session)
+    folders = [(f"t{i}", [user(f"我决定用方案 {i}")]) for i in range(n)]
+    return write_pending(store, folders, extra=extra)
+
+
+@pytest.fixture
+def hops(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[object]]:
+    """The worker hops taken, as the functions handed to them."""
+    taken: list[object] = []
+    real = anyio.to_thread.run_sync
+
+    async def counted(func: Callable[[], T], *args: Any, **kw: Any) -> T:
+        taken.append(func)
+        return await real(func, *args, **kw)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+    yield taken
+
+
+def fresh(app: App, state: SessionState, now_ms: int) -> str:
+    """The block a render from scratch gives now (no memory of earlier answers)."""
+    state.task_block_quiet = None
+    return build_task_block(state, app.config.config, now_ms, has_recall_block=False).text
+
+
+async def answer(app: App, state: SessionState, now_ms: int, method: str = PRE_STEP) -> str:
+    return await tasks_section_text(app, state, request_ctx(method, now_ms))
+
+
+async def test_the_same_answer_again_takes_no_worker_hop(
+    tmp_path: Path, hops: list[object]
+) -> None:
+    seed(tmp_path, "s-quiet", 3)
+    app = make_app(tmp_path, {})
+    state = await app.sessions.get("s-quiet")
+    hops.clear()  # the store opened
+    first = await answer(app, state, NOW)
+    assert "id=mem-" in first and len(hops) == 1
+    for later in (NOW, NOW + 1, NOW + 5_000):  # the waiting times it shows stay
+        assert await answer(app, state, later) == first
+    assert len(hops) == 1
+    assert fresh(app, state, NOW + 5_000) == first
+
+
+async def test_waiting_times_that_moved_are_rendered_again(
+    tmp_path: Path, hops: list[object]
+) -> None:
+    seed(tmp_path, "s-ages", 2)
+    app = make_app(tmp_path, {})
+    state = await app.sessions.get("s-ages")
+    hops.clear()  # the store opened
+    first = await answer(app, state, NOW)
+    for later in (NOW + 3 * 3_600_000, NOW + 3 * 86_400_000):
+        hops.clear()
+        text = await answer(app, state, later)
+        assert len(hops) == 1 and text != first
+        assert text == fresh(app, state, later)
+        first = text
+
+
+async def test_a_store_change_is_seen_by_the_next_answer(
+    tmp_path: Path, hops: list[object]
+) -> None:
+    ids = seed(tmp_path, "s-judged", 3)
+    app = make_app(tmp_path, {})
+    state = await app.sessions.get("s-judged")
+    hops.clear()  # the store opened
+    before = await answer(app, state, NOW)
+    assert ids[0] in before
+    state.store.update_meta(ids[0], {"scored": True, "alpha": 0.5, "beta": 1.0})
+    hops.clear()
+    after = await answer(app, state, NOW)
+    assert len(hops) == 1 and ids[0] not in after and ids[1] in after
+    assert after == fresh(app, state, NOW)
+
+
+async def test_a_new_window_is_seen_by_the_next_answer(tmp_path: Path, hops: list[object]) -> None:
+    seed(tmp_path, "s-window", 12)
+    app = make_app(tmp_path, {})
+    state = await app.sessions.get("s-window")
+    hops.clear()  # the store opened
+    state.context_window = 128_000
+    wide = await answer(app, state, NOW)
+    state.context_window = 4_000  # a smaller budget: fewer items fit
+    hops.clear()
+    narrow = await answer(app, state, NOW)
+    assert len(hops) == 1 and narrow != wide
+    assert narrow == fresh(app, state, NOW)
+
+
+async def test_telemetry_that_makes_the_session_synthetic_is_seen(
+    tmp_path: Path, hops: list[object]
+) -> None:
+    """The era rule reads stats.jsonl: a record showing a fake window (with 100 folders
+    waiting) takes the session's unmarked folders out of the list, from the next answer
+    on."""
+    seed(tmp_path, "s-fake", 100, pendingEra=None)
+    app = make_app(tmp_path, {})
+    state = await app.sessions.get("s-fake")
+    hops.clear()  # the store opened
+    listed = await answer(app, state, NOW)
+    assert "id=mem-" in listed
+    assert await answer(app, state, NOW) == listed
+    assert state.store.append_stats({"type": "archive", "windowTokens": 1_000})
+    hops.clear()
+    now = await answer(app, state, NOW)
+    assert len(hops) == 1 and "id=mem-" not in now
+    assert now == fresh(app, state, NOW)
+
+
+async def test_a_user_turn_still_counts_its_round(tmp_path: Path, hops: list[object]) -> None:
+    seed(tmp_path, "s-turns", 2)
+    app = make_app(tmp_path, {})
+    state = await app.sessions.get("s-turns")
+    hops.clear()  # the store opened
+    text = await answer(app, state, NOW)
+    assert await answer(app, state, NOW, "agent/inbox/inserted") == text
+    assert await answer(app, state, NOW, "agent/inbox/inserted") == text
+    assert state.scoring_rounds_unjudged == 2 and len(hops) == 3
