@@ -3,13 +3,33 @@ daemon process around it, and the request context a handler is called with."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import anyio
+import pytest
 
 from engine.config import build_config
 from handlers.app import App, Paths
 from handlers.config_state import ConfigState
 from handlers.context import ConnectionState, RequestContext
+
+T = TypeVar("T")
+
+
+def count_hops(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The worker hops (`anyio.to_thread.run_sync`) taken from now on, as the functions
+    handed to them (appended as they are taken)."""
+    hops: list[object] = []
+    real = anyio.to_thread.run_sync
+
+    async def counted(func: Callable[..., T], *args: Any, **kw: Any) -> T:
+        hops.append(func)
+        return await real(func, *args, **kw)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+    return hops
 
 
 class NoProcess:

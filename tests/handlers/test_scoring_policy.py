@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
-import anyio
 import pytest
 
 from engine.store import open_session
@@ -14,9 +11,7 @@ from handlers.context import RequestContext
 from handlers.scoring_policy import archive_gate
 from handlers.tasks_section import tasks_section_text, window_tokens
 from tests.engine.scoring_fixtures import BASE_MS, user, write_pending
-from tests.handlers.app_fixtures import make_app, request_ctx
-
-T = TypeVar("T")
+from tests.handlers.app_fixtures import count_hops, make_app, request_ctx
 
 
 def ctx(method: str = "agent/pre-step") -> RequestContext:
@@ -109,14 +104,7 @@ async def test_the_task_block_takes_one_worker_hop_unless_it_scores_first(
     seed(tmp_path, "s-hops", 2)
     app = make_app(tmp_path, {"scoring": {"autoHeuristicAfterRounds": {"plain": 2}}})
     state = await app.sessions.get("s-hops")
-    hops: list[object] = []
-    real = anyio.to_thread.run_sync
-
-    async def counted(func: Callable[[], T], *args: Any, **kw: Any) -> T:
-        hops.append(func)
-        return await real(func, *args, **kw)
-
-    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+    hops = count_hops(monkeypatch)
     assert "id=mem-" in await tasks_section_text(app, state, ctx("agent/inbox/inserted"))
     assert (len(hops), state.scoring_rounds_unjudged) == (1, 1)
     assert "id=mem-" in await tasks_section_text(app, state, ctx("agent/pre-step"))

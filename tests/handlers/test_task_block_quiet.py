@@ -4,11 +4,9 @@ fresh render gives at that moment (`handlers.tasks_section._Quiet`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import anyio
 import pytest
 
 from engine.store import open_session
@@ -16,9 +14,8 @@ from handlers.app import App
 from handlers.sessions import SessionState
 from handlers.tasks_section import build_task_block, tasks_section_text
 from tests.engine.scoring_fixtures import BASE_MS, user, write_pending
-from tests.handlers.app_fixtures import make_app, request_ctx
+from tests.handlers.app_fixtures import count_hops, make_app, request_ctx
 
-T = TypeVar("T")
 NOW = BASE_MS + 10**6
 PRE_STEP = "agent/pre-step"
 
@@ -30,17 +27,21 @@ def seed(tmp_path: Path, session: str, n: int, **extra: Any) -> list[str]:
 
 
 @pytest.fixture
-def hops(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[object]]:
-    """The worker hops taken, as the functions handed to them."""
-    taken: list[object] = []
-    real = anyio.to_thread.run_sync
+def hops(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The worker hops taken."""
+    return count_hops(monkeypatch)
 
-    async def counted(func: Callable[[], T], *args: Any, **kw: Any) -> T:
-        taken.append(func)
-        return await real(func, *args, **kw)
 
-    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
-    yield taken
+async def loaded(
+    tmp_path: Path, session: str, n: int, hops: list[object], **extra: Any
+) -> tuple[App, SessionState, list[str]]:
+    """`n` folders waiting in `session` (:func:`seed`), the app and the opened session,
+    the hops of its opening forgotten; and the folders' ids."""
+    ids = seed(tmp_path, session, n, **extra)
+    app = make_app(tmp_path, {})
+    state = await app.sessions.get(session)
+    hops.clear()
+    return app, state, ids
 
 
 def fresh(app: App, state: SessionState, now_ms: int) -> str:
@@ -56,10 +57,7 @@ async def answer(app: App, state: SessionState, now_ms: int, method: str = PRE_S
 async def test_the_same_answer_again_takes_no_worker_hop(
     tmp_path: Path, hops: list[object]
 ) -> None:
-    seed(tmp_path, "s-quiet", 3)
-    app = make_app(tmp_path, {})
-    state = await app.sessions.get("s-quiet")
-    hops.clear()  # the store opened
+    app, state, _ = await loaded(tmp_path, "s-quiet", 3, hops)
     first = await answer(app, state, NOW)
     assert "id=mem-" in first and len(hops) == 1
     for later in (NOW, NOW + 1, NOW + 5_000):  # the waiting times it shows stay
@@ -71,10 +69,7 @@ async def test_the_same_answer_again_takes_no_worker_hop(
 async def test_waiting_times_that_moved_are_rendered_again(
     tmp_path: Path, hops: list[object]
 ) -> None:
-    seed(tmp_path, "s-ages", 2)
-    app = make_app(tmp_path, {})
-    state = await app.sessions.get("s-ages")
-    hops.clear()  # the store opened
+    app, state, _ = await loaded(tmp_path, "s-ages", 2, hops)
     first = await answer(app, state, NOW)
     for later in (NOW + 3 * 3_600_000, NOW + 3 * 86_400_000):
         hops.clear()
@@ -87,10 +82,7 @@ async def test_waiting_times_that_moved_are_rendered_again(
 async def test_a_store_change_is_seen_by_the_next_answer(
     tmp_path: Path, hops: list[object]
 ) -> None:
-    ids = seed(tmp_path, "s-judged", 3)
-    app = make_app(tmp_path, {})
-    state = await app.sessions.get("s-judged")
-    hops.clear()  # the store opened
+    app, state, ids = await loaded(tmp_path, "s-judged", 3, hops)
     before = await answer(app, state, NOW)
     assert ids[0] in before
     state.store.update_meta(ids[0], {"scored": True, "alpha": 0.5, "beta": 1.0})
@@ -101,10 +93,7 @@ async def test_a_store_change_is_seen_by_the_next_answer(
 
 
 async def test_a_new_window_is_seen_by_the_next_answer(tmp_path: Path, hops: list[object]) -> None:
-    seed(tmp_path, "s-window", 12)
-    app = make_app(tmp_path, {})
-    state = await app.sessions.get("s-window")
-    hops.clear()  # the store opened
+    app, state, _ = await loaded(tmp_path, "s-window", 12, hops)
     state.context_window = 128_000
     wide = await answer(app, state, NOW)
     state.context_window = 4_000  # a smaller budget: fewer items fit
@@ -120,10 +109,7 @@ async def test_telemetry_that_makes_the_session_synthetic_is_seen(
     """The era rule reads stats.jsonl: a record showing a fake window (with 100 folders
     waiting) takes the session's unmarked folders out of the list, from the next answer
     on."""
-    seed(tmp_path, "s-fake", 100, pendingEra=None)
-    app = make_app(tmp_path, {})
-    state = await app.sessions.get("s-fake")
-    hops.clear()  # the store opened
+    app, state, _ = await loaded(tmp_path, "s-fake", 100, hops, pendingEra=None)
     listed = await answer(app, state, NOW)
     assert "id=mem-" in listed
     assert await answer(app, state, NOW) == listed
@@ -135,10 +121,7 @@ async def test_telemetry_that_makes_the_session_synthetic_is_seen(
 
 
 async def test_a_user_turn_still_counts_its_round(tmp_path: Path, hops: list[object]) -> None:
-    seed(tmp_path, "s-turns", 2)
-    app = make_app(tmp_path, {})
-    state = await app.sessions.get("s-turns")
-    hops.clear()  # the store opened
+    app, state, _ = await loaded(tmp_path, "s-turns", 2, hops)
     text = await answer(app, state, NOW)
     assert await answer(app, state, NOW, "agent/inbox/inserted") == text
     assert await answer(app, state, NOW, "agent/inbox/inserted") == text
