@@ -8,7 +8,9 @@
   block, byte for byte, as a fresh render at every moment (waiting times cross minutes,
   hours and days), after a folder is scored, and for each session on its own;
 * an archive's answer lists the new folders with the texts read back from disk would
-  give, computed while the folders were being made durable.
+  give, computed while the folders were being made durable;
+* after a compaction (the same window, fewer tokens) the next pre-steps show the block
+  the archive's answer rendered, without a worker hop.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from handlers.scoring_policy import listed_pending
 from handlers.tasks_section import build_task_block, tasks_section_text
 from tests.archive_fixtures import Surface, pre_step_params
 from tests.engine.test_store_crash import FaultyFs, using
+from tests.handlers.app_fixtures import count_hops
 
 CAPS = {"tokenMeter": True, "systemPrompt": True, "tools": True, "attachments": True}
 NOW = LEGACY_BOUNDARY_MS + 30 * 86_400_000  # folders of the current era: listed
@@ -205,3 +208,28 @@ async def test_a_sessions_remembered_block_goes_with_the_session(tmp_path: Path)
     assert app.sessions.dispose("gone")
     gc.collect()  # a session may sit in a reference cycle: gone once collected
     assert sid not in tasks_module._LAST_RENDER
+
+
+async def test_after_a_compaction_the_next_steps_take_the_archives_block_without_a_hop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host's window is unchanged after a compaction (only its tokens fell): the
+    block the archive's answer rendered is what the next pre-steps show, with no worker
+    hop, until something it reads changes."""
+    app = make_app(tmp_path)
+    s = surface()
+    first = await archive(app, s, "compacted")
+    raw = pre_step_params(s, session="compacted", percent=80)
+    raw["context"]["totalTokens"] //= 2  # what the compaction left (below the trigger)
+    after = PreStepParams.model_validate(raw)
+    hops = count_hops(monkeypatch)
+
+    def tasks(answer: dict[str, Any]) -> str:
+        return str(
+            next(x["text"] for x in answer["sections"] if x["name"] == "dsh-rofm:memory-tasks")
+        )
+
+    for step in range(2):
+        answer = await pre_step(app, after, ctx("compacted", NOW + step))
+        assert answer["compaction"] is None and tasks(answer) == tasks(first)
+    assert hops == []
