@@ -17,8 +17,8 @@ shows changed (an item, a text, a waiting time, the budget): while folders wait,
 answers of a session reuse its last block (`_render`).
 
 And when nothing the block or the fallback decision reads can have changed since the
-last answer (the store's version, the config and compat snapshots, the window, the
-recall and channel flags, the rounds count: `_Quiet`), an answer that counts no round
+last answer (the store's version and telemetry writes, the config and compat status, the
+window, the recall and channel flags, the rounds count: `_Quiet`), an answer that counts no round
 (anything but a user turn) takes that block on the event loop, once the waiting times it
 shows are checked: no worker hop, which cost more than the gathering itself (about half
 a millisecond on every pre-step of a session whose folders wait to be scored).
@@ -228,8 +228,9 @@ def _quiet_key(
 
 def _quiet_block(state: SessionState, quiet: _Quiet, now_ms: int) -> TaskBlock | None:
     """The block the last quiet answer rendered (`_remember_quiet`) when `quiet` is what
-    it read and the waiting times it shows are still those at `now_ms`; else None. O(1):
-    on the event loop."""
+    it read and the waiting times it shows are still those at `now_ms`; else None. A
+    comparison and at most `LIST_LIMIT` age labels, whatever the number of folders: on
+    the event loop."""
     held = state.task_block_quiet
     if held is None or not held[0].same(quiet):
         return None
