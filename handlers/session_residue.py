@@ -55,7 +55,6 @@ REBUILT = frozenset(
         "time_index",
         "scoring_texts",
         "scoring_fake_window",
-        "task_block_quiet",
         "loaded_parts",
     }
 )

@@ -98,9 +98,6 @@ class SessionState:
     scoring_rounds_unjudged: int = 0
     scoring_texts: dict[str, Any] = field(default_factory=dict)
     scoring_fake_window: tuple[tuple[int, int], bool] | None = None
-    # The last task block an answer that counts no round rendered, and what it read
-    # (handlers.tasks_section._Quiet): the next such answer takes it without a worker hop.
-    task_block_quiet: Any = None
     # Damage seen on disk (handlers.damage): pending warnings, repairs, unreadable folders.
     damage: DamageLedger = field(default_factory=DamageLedger)
     # Reopened after an eviction with its recall block loaded before: the host still shows

@@ -139,9 +139,10 @@ def build_task_block(
 
 
 _RenderKey = tuple[TaskBlockInput, tuple[str, ...]]
-_LAST_RENDER: dict[int, tuple[weakref.ref[SessionState], _RenderKey, TaskBlock]] = {}
+_LAST_RENDER: dict[int, tuple[weakref.ref[SessionState], _RenderKey, TaskBlock, _Quiet | None]] = {}
 """The last block rendered per session object (by id, checked through a weak reference;
-an entry goes with its session: a disposed or evicted session keeps nothing here)."""
+an entry goes with its session: a disposed or evicted session keeps nothing here), and
+what a quiet answer read to get it (`_remember_quiet`; None: no such answer since)."""
 _LAST_RENDER_LOCK = threading.Lock()
 MAX_REMEMBERED_BLOCKS = 256
 """Sessions whose last block is kept (a block and what it lists: tens of kB)."""
@@ -227,31 +228,33 @@ def _quiet_key(
 
 
 def _quiet_block(state: SessionState, quiet: _Quiet, now_ms: int) -> TaskBlock | None:
-    """The block the last quiet answer rendered (`_remember_quiet`) when `quiet` is what
-    it read and the waiting times it shows are still those at `now_ms`; else None. A
-    comparison and at most `LIST_LIMIT` age labels, whatever the number of folders: on
+    """The session's last block when a quiet answer got it (`_remember_quiet`) from what
+    `quiet` names, and the waiting times it shows are still those at `now_ms`; else None.
+    A comparison and at most `LIST_LIMIT` age labels, whatever the number of folders: on
     the event loop."""
-    held = state.task_block_quiet
-    if held is None or not held[0].same(quiet):
-        return None
     last = _LAST_RENDER.get(id(state))
-    if last is None or last[0]() is not state or last[2] is not held[1]:
+    if last is None or last[0]() is not state or last[3] is None or not last[3].same(quiet):
         return None
     inp, ages = last[1]
-    return held[1] if _ages(inp.pending, now_ms) == ages else None
+    return last[2] if _ages(inp.pending, now_ms) == ages else None
 
 
 def _remember_quiet(state: SessionState, quiet: _Quiet, block: TaskBlock) -> None:
-    """`block` was rendered from what `quiet` names, unless the store changed meanwhile
-    (then nothing is remembered: the next answer gathers again). Called in the worker
-    thread right after the render."""
+    """`block`, the session's last block, was rendered from what `quiet` names: noted
+    beside it, unless the store changed meanwhile (then the next answer gathers again).
+    Called in the worker thread right after the render."""
     store = state.store
-    if (
+    if not (
         store is quiet.store
         and store.version == quiet.version
         and store.stats_writes == quiet.stats_writes
     ):
-        state.task_block_quiet = (quiet, block)
+        return
+    sid = id(state)
+    with _LAST_RENDER_LOCK:
+        last = _LAST_RENDER.get(sid)
+        if last is not None and last[0]() is state and last[2] is block:
+            _LAST_RENDER[sid] = (last[0], last[1], block, quiet)
 
 
 def _render(state: SessionState, inp: TaskBlockInput) -> TaskBlock:
@@ -261,7 +264,7 @@ def _render(state: SessionState, inp: TaskBlockInput) -> TaskBlock:
     key = render_key(inp)
     last = _LAST_RENDER.get(id(state))
     if last is not None and last[0]() is state and last[1] == key:
-        return last[2]
+        return last[2]  # what a quiet answer noted beside it still holds
     block = render_task_block(inp)
     sid = id(state)
     ref = last[0] if last is not None and last[0]() is state else None
@@ -269,7 +272,7 @@ def _render(state: SessionState, inp: TaskBlockInput) -> TaskBlock:
         ref = weakref.ref(state, _forgetting(sid))
     with _LAST_RENDER_LOCK:  # sessions render in worker threads of their own
         _LAST_RENDER.pop(sid, None)
-        _LAST_RENDER[sid] = (ref, key, block)
+        _LAST_RENDER[sid] = (ref, key, block, None)
         while len(_LAST_RENDER) > MAX_REMEMBERED_BLOCKS:
             _LAST_RENDER.pop(next(iter(_LAST_RENDER)), None)
     return block

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import handlers.tasks_section as tasks_module
 from engine.store import open_session
 from handlers.app import App
 from handlers.sessions import SessionState
@@ -46,7 +47,7 @@ async def loaded(
 
 def fresh(app: App, state: SessionState, now_ms: int) -> str:
     """The block a render from scratch gives now (no memory of earlier answers)."""
-    state.task_block_quiet = None
+    tasks_module._LAST_RENDER.pop(id(state), None)
     return build_task_block(state, app.config.config, now_ms, has_recall_block=False).text
 
 
