@@ -250,12 +250,10 @@ def run_ranked_bench(sizes: tuple[int, ...], queries_per_size: int = 300) -> lis
                 f.id, f.alpha, f.beta, f.created_at, keywords=list(f.keywords), body="x"
             )
 
-        sel_ms: list[float] = []
-        sel0_ms: list[float] = []
+        ms: dict[str, list[float]] = {"sel": [], "sel0": [], "bm": []}
         round_ms: list[float] = []
-        bm_ms: list[float] = []
         picked = 0
-        for q in queries:
+        for i, q in enumerate(queries):
             query = analyze_query(q, cfg)
             terms = rel.query_terms(q) or ["_"]
             state = RecallState(persist=False)
@@ -265,12 +263,11 @@ def run_ranked_bench(sizes: tuple[int, ...], queries_per_size: int = 300) -> lis
                 "sel0": partial(select_ranked, rel, index, matches, query, state, cfg0, 10),
                 "bm": partial(retriever.retrieve, [terms], k=min(10, n), show_progress=False),
             }
-            took: dict[str, float] = {}
             results: dict[str, Any] = {}
-            for name in _ORDERS[len(sel_ms) % len(_ORDERS)]:
+            for name in _ORDERS[i % len(_ORDERS)]:
                 t2 = time.perf_counter()
                 results[name] = runs[name]()
-                took[name] = time.perf_counter() - t2
+                ms[name].append((time.perf_counter() - t2) * 1000)
             sel = results["sel"]
             state = RecallState(persist=False)
             t4 = time.perf_counter()
@@ -287,12 +284,10 @@ def run_ranked_bench(sizes: tuple[int, ...], queries_per_size: int = 300) -> lis
                 relevance=rel,
             )
             t5 = time.perf_counter()
-            sel_ms.append(took["sel"] * 1000)
-            sel0_ms.append(took["sel0"] * 1000)
-            bm_ms.append(took["bm"] * 1000)
             round_ms.append((t5 - t4) * 1000)
             picked += len(out.recalled)
             assert len(sel.selection.picks) <= 10
+        sel_ms, sel0_ms, bm_ms = ms["sel"], ms["sel0"], ms["bm"]
         sel_med, sel0_med, bm_med, round_med = (
             statistics.median(x) for x in (sel_ms, sel0_ms, bm_ms, round_ms)
         )
