@@ -65,8 +65,10 @@ __all__ = [
     "snippet",
 ]
 
-GROUP_DIR: Final = re.compile(r"^(?:onebot-group|qqb-g)-(.+)$")
-"""The session directories that are group stores (§3.2.10 数据范围); nothing else is read."""
+GROUP_DIR: Final = re.compile(r"^(?:onebot-group|qqb-g)-(.+)\Z")
+"""The session directories that are group stores (§3.2.10 数据范围); nothing else is read.
+The whole name, as the reference's JavaScript pattern reads (Python's `$` would also take
+``onebot-group-1`` followed by a line break, a look-alike id's store, as group 1)."""
 DEFAULT_LIMIT: Final = 8
 LIMIT_MAX: Final = 20
 OFFSET_MAX: Final = 1000

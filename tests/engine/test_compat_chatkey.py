@@ -72,3 +72,42 @@ def test_kinds_peers_and_groups() -> None:
     assert group_number("qqb-g-5") == "5"
     assert group_number("onebot-private-5") is None
     assert is_derpyu_key("qqb-p-1") and not is_derpyu_key("onebot-1")
+
+
+@pytest.mark.parametrize(
+    "session_id",
+    [
+        "onebot-group-42-mk3f0a1b\n",  # `$` matched before a final line break
+        f"qqb-g-987654-{HEX32}\n",
+        "onebot-group-٤٢-mk3f0a1b",  # `\d` took any script's digits
+        "onebot-private-7-mk3f0a1b\r",
+    ],
+)
+def test_a_look_alike_with_a_final_line_break_or_other_digits_keeps_its_own_key(
+    session_id: str,
+) -> None:
+    """The reference's patterns are JavaScript's: whole ids, ASCII digits. Read with
+    Python's `$` and `\\d`, these folded into another chat's key and shared its memory."""
+    assert fold_chat_key(session_id) == session_id
+
+
+@pytest.mark.parametrize(
+    "key", ["onebot-private-7\n", "qqb-p-99\n", "onebot-private-٧", "qqb-g-5\n", "onebot-group-٥"]
+)
+def test_a_look_alike_key_is_no_qq_chat_and_names_no_peer_nor_group(key: str) -> None:
+    assert channel_kind(key) is None
+    assert private_peer(key) is None
+    assert group_number(key) is None
+    assert not is_derpyu_key(key)
+
+
+@given(st.text(alphabet="onebt-privaqgp0123456789٣\n", min_size=1, max_size=24))
+def test_a_chat_key_is_ascii_and_whole(key: str) -> None:
+    """Whatever an id looks like, a peer or a group number is ASCII digits taken from
+    an id that is exactly the shape (no line break, no other script)."""
+    for found in (private_peer(key), group_number(key)):
+        if found is not None:
+            assert found.isascii() and found.isdigit() and "\n" not in key
+            assert key.endswith(found)
+    if channel_kind(key) is not None:
+        assert key.isascii() and "\n" not in key

@@ -24,11 +24,13 @@ from engine.recall.group_recall import (
     authorize,
     cap_folders,
     choose_groups,
+    group_label,
     parse_group_call,
     render_answer,
     select_memories,
     snippet,
 )
+from engine.recall.group_stores import group_dir_names
 
 SPEC = Path("/work/shared/spec/dsh-rofm-reference.txt")
 SHANGHAI = timezone(timedelta(hours=8))
@@ -425,3 +427,28 @@ def test_a_memory_shows_its_title_on_one_line() -> None:
     text = render_answer(call, [s], found, {("onebot-group-1", "m"): None}, cfg()).text
     assert "标题=第一行 第二行" in text
     assert "   摘要：（原文暂时无法读取）" in text
+
+
+@pytest.mark.parametrize("key", ["onebot-private-1\n", "qqb-p-1\n", "onebot-private-١"])
+def test_a_look_alike_of_the_owners_private_chat_is_refused(key: str) -> None:
+    """Owner 1's private chat is `onebot-private-1`; an id that only looks like it (a
+    final line break, which Python's `$` let through, or another script's digit) is not
+    a private chat, so it reads no group memory."""
+    refusal = authorize(cfg(), ACTIVE, key, subagent=False, tools_enabled=True)
+    assert refusal is not None and refusal.reason == "not-private"
+
+
+def test_a_directory_named_like_a_group_but_for_a_line_break_is_no_group_store(
+    tmp_path: Path,
+) -> None:
+    """`onebot-group-1` followed by a line break is where the mapping before whole-id
+    patterns put a look-alike id's store: never read as group 1's."""
+    sessions = tmp_path / "sessions"
+    for name in ("onebot-group-1", "onebot-group-1\n", "qqb-g-2\n", "qqb-g-2"):
+        (sessions / name).mkdir(parents=True)
+    assert group_dir_names(tmp_path) == ["onebot-group-1", "qqb-g-2"]
+    picked, _ = choose_groups(
+        ["onebot-group-1", "onebot-group-1\n"], parse_group_call({"group": "1"}, cfg()), cfg()
+    )
+    assert picked == ["onebot-group-1"]
+    assert group_label("onebot-group-1\n")[1] != "1"
