@@ -28,9 +28,12 @@ The directory also records the original id (``session.json``, see
 collision is an error, never a silent share.
 
 :func:`legacy_session_dir_name` is the original mapping (every unsafe character
-→ ``_``, reference §1.5), kept only to find and migrate stores it named. Ids
-that would name a special directory (``""``, ``.``, ``..``) are refused with a
-``ValueError``, as before.
+→ ``_``, reference §1.5), kept only to find and migrate stores it named;
+:func:`previous_session_dir_name` the one name this mapping gave before its patterns
+matched whole ids (an id ending in a line break was its own name, the break
+included), kept for the same reason. Every pattern here is anchored with ``\\Z``:
+``$`` also matches before a final line break. Ids that would name a special
+directory (``""``, ``.``, ``..``) are refused with a ``ValueError``, as before.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ __all__ = [
     "is_session_dir_name",
     "legacy_session_dir_name",
     "make_idempotency_key",
+    "previous_session_dir_name",
     "safe_session_id",
 ]
 
@@ -74,14 +78,14 @@ DIGEST_SEPARATOR = "~"
 
 _UNSAFE_RE = re.compile(r"[^A-Za-z0-9._-]")
 _UNSAFE_RUN_RE = re.compile(r"[^A-Za-z0-9._-]+")
-_SAFE_NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
-_READABLE_ID_RE = re.compile(r"^[a-z0-9_-][a-z0-9._-]*$")
+_SAFE_NAME_RE = re.compile(r"^[A-Za-z0-9._-]+\Z")
+_READABLE_ID_RE = re.compile(r"^[a-z0-9_-][a-z0-9._-]*\Z")
 _SESSION_DIR_RE = re.compile(
-    rf"^(?:[a-z0-9_-][a-z0-9._-]*|[A-Za-z0-9_-][A-Za-z0-9._-]*~[0-9a-f]{{{DIGEST_HEX}}})$"
+    rf"^(?:[a-z0-9_-][a-z0-9._-]*|[A-Za-z0-9_-][A-Za-z0-9._-]*~[0-9a-f]{{{DIGEST_HEX}}})\Z"
 )
-FOLDER_ID_RE = re.compile(r"^mem-(\d{8}T\d{6}Z)-(\d{4,})$")
+FOLDER_ID_RE = re.compile(r"^mem-(\d{8}T\d{6}Z)-(\d{4,})\Z", re.ASCII)
 """Folder ids this store allocates: ``mem-YYYYMMDDTHHMMSSZ-NNNN``."""
-_FOLDER_DIR_RE = re.compile(r"^mem-[A-Za-z0-9._-]+$")
+_FOLDER_DIR_RE = re.compile(r"^mem-[A-Za-z0-9._-]+\Z")
 _FOLDER_LINE_RE = re.compile(r"^mem-[A-Za-z0-9._-]+$", re.MULTILINE)
 _STAMP_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z\Z")
 _SAFE_DELETED = str.maketrans("", "", string.ascii_letters + string.digits + "._-")
@@ -157,6 +161,23 @@ def legacy_session_dir_name(raw: str) -> str:
         digest = hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
         safe = f"{safe[: MAX_NAME_LENGTH - 17]}-{digest}"
     return check_safe_name(safe, "session id")
+
+
+def previous_session_dir_name(raw: str) -> str | None:
+    """The directory name :func:`safe_session_id` gave ``raw`` until it compared whole
+    ids, when that differs from today's (only to migrate it), else None.
+
+    Its pattern ended in ``$``, which also matches before a final line break, so an id
+    readable but for one trailing ``\\n`` (``abc\\n``) was its own directory name, line
+    break included; today it takes the encoded form. No other id's name changed.
+    """
+    if (
+        len(raw) <= MAX_READABLE_LENGTH
+        and raw.endswith("\n")
+        and _READABLE_ID_RE.match(raw[:-1]) is not None
+    ):
+        return raw
+    return None
 
 
 def is_folder_id(name: str) -> bool:

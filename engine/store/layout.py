@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.store.errors import StoreUnavailableError
-from engine.store.ids import check_safe_name, safe_session_id
+from engine.store.ids import check_safe_name, previous_session_dir_name, safe_session_id
 
 __all__ = ["SessionPaths", "session_dir_paths", "session_paths"]
 
@@ -90,8 +90,11 @@ def session_paths(root: Path, session_id: str, *, per_session: bool) -> SessionP
 
 
 def session_dir_paths(root: Path, name: str) -> SessionPaths:
-    """The paths of the existing directory ``<root>/sessions/<name>`` (as listed)."""
-    check_safe_name(name.replace("~", "_"), "session directory name")
+    """The paths of the existing directory ``<root>/sessions/<name>`` (as listed): a
+    safe name, or a name the mapping gave an id before it compared whole ids (the id,
+    ending in a line break), until that store is next opened and renamed."""
+    if previous_session_dir_name(name) != name:
+        check_safe_name(name.replace("~", "_"), "session directory name")
     return _inside(root.expanduser().resolve(), name, repr(name))
 
 

@@ -28,7 +28,7 @@ so ``chat/a`` and ``chat_a`` shared ``chat_a``. A directory without
    memories to lose);
 3. else the first of its possible ids to open it.
 
-Opening id ``S`` (new name ``N``, old name ``L``) then:
+Opening id ``S`` (new name ``N``, old name ``L``, previous name ``P``) then:
 
 * ``N`` records ``S`` → use it (the fast path: one small read, no lock);
 * ``N`` has no record and is owned by ``S`` → record ``S`` in it (``adopted``);
@@ -38,6 +38,9 @@ Opening id ``S`` (new name ``N``, old name ``L``) then:
 * ``N`` absent, ``L`` exists and is owned by ``S`` → record ``S`` in ``L``, then
   rename ``L`` → ``N`` (``migrated``); ``L`` owned by another id → its owner is
   recorded there and ``S`` gets a fresh directory;
+* ``N`` absent, ``P`` exists and is owned by ``S`` → the same move from ``P``: the name
+  the mapping gave an id ending in a line break until it compared whole ids (the id
+  itself, :func:`~engine.store.ids.previous_session_dir_name`; no other id has one);
 * else a fresh directory ``N`` with its record (``created``).
 
 A directory several ids shared cannot be split reliably (images, recall state and
@@ -73,6 +76,7 @@ from engine.store.ids import (
     DIGEST_SEPARATOR,
     is_folder_id,
     legacy_session_dir_name,
+    previous_session_dir_name,
     safe_session_id,
 )
 
@@ -189,9 +193,14 @@ def _write_record(directory: Path, session_id: str, own: Ownership | None, src: 
 
 
 def _maps_to(session_id: str, name: str) -> bool:
-    """True when the old or the new mapping sends ``session_id`` to ``name``."""
+    """True when the old, the previous or the new mapping sends ``session_id`` to
+    ``name``."""
     try:
-        return legacy_session_dir_name(session_id) == name or safe_session_id(session_id) == name
+        return (
+            legacy_session_dir_name(session_id) == name
+            or safe_session_id(session_id) == name
+            or previous_session_dir_name(session_id) == name
+        )
     except ValueError:
         return False
 
@@ -375,9 +384,26 @@ def _prepare(base: Path, session_id: str, target: Path) -> SessionDirOutcome:
             )
         if own.id is not None and own.how != "recorded":
             _write_record(legacy, own.id, own, None)  # the decision, made durable
+    previous = _previous_dir(base, session_id)
+    if previous is not None:
+        own = owner_of(previous, session_id)
+        if own.id == session_id:
+            _move(previous, target, session_id, own)
+            return SessionDirOutcome(
+                "migrated", target, previous.name, own.how, own.others, tuple(moved)
+            )
     jsonio.fs.mkdir(target)
     _write_record(target, session_id, None, None)
     return SessionDirOutcome("created", target, moved_away=tuple(moved))
+
+
+def _previous_dir(base: Path, session_id: str) -> Path | None:
+    """The directory the previous mapping named for ``session_id``, when there is one
+    (:func:`~engine.store.ids.previous_session_dir_name`)."""
+    name = previous_session_dir_name(session_id)
+    if name is None or not (base / name).is_dir():
+        return None
+    return base / name
 
 
 # ---- finding without changing --------------------------------------------------------
@@ -395,13 +421,15 @@ def session_dir_exists(base: Path, session_id: str) -> bool:
     target = base / safe_session_id(session_id)
     if target.exists() or target.is_symlink():
         return True
-    legacy = base / legacy_session_dir_name(session_id)
-    if legacy == target or not legacy.is_dir():
-        return False
-    try:
-        return owner_of(legacy, session_id).id == session_id
-    except SessionDirError:
-        return True
+    for old in (base / legacy_session_dir_name(session_id), _previous_dir(base, session_id)):
+        if old is None or old == target or not old.is_dir():
+            continue
+        try:
+            if owner_of(old, session_id).id == session_id:
+                return True
+        except SessionDirError:
+            return True
+    return False
 
 
 def find_session_dir(base: Path, session_id: str) -> Path | None:
@@ -413,9 +441,14 @@ def find_session_dir(base: Path, session_id: str) -> Path | None:
     target = base / safe_session_id(session_id)
     if target.is_dir() and owner_of(target, session_id).id == session_id:
         return target
-    legacy = base / legacy_session_dir_name(session_id)
-    if legacy != target and legacy.is_dir() and owner_of(legacy, session_id).id == session_id:
-        return legacy
+    for old in (base / legacy_session_dir_name(session_id), _previous_dir(base, session_id)):
+        if (
+            old is not None
+            and old != target
+            and old.is_dir()
+            and owner_of(old, session_id).id == session_id
+        ):
+            return old
     return None
 
 

@@ -46,6 +46,7 @@ import zstandard
 
 from engine import jsonio
 from engine.jsonio import atomic_stream, dumps_json
+from engine.store.ids import previous_session_dir_name
 from rofmd.cli.where import CliError
 
 __all__ = [
@@ -72,7 +73,7 @@ MAX_DEPTH = 6
 """memory/sessions/<name>/mem-…/meta.json is 5 deep; one more for what a newer version adds."""
 ZSTD_LEVEL = 6
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-_NAME_RE = re.compile(r"^[A-Za-z0-9._~-]{1,255}$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9._~-]{1,255}\Z")
 CHUNK = 1 << 20
 
 Kind = Literal["file", "dir"]
@@ -175,13 +176,24 @@ def write_tar_zst(
 # ---- reading --------------------------------------------------------------------------
 
 
+def _old_session_dir(part: str) -> bool:
+    """A session directory named by the mapping before ids were compared whole (the id,
+    ending in a line break): a backup of a store not opened since holds one, and the store
+    is renamed when it is next opened."""
+    return previous_session_dir_name(part) == part
+
+
 def _checked_name(raw: str, kind: Kind) -> str:
     """The member's path if it is one a backup can hold (module docstring), else raise."""
     name = raw[:-1] if kind == "dir" and raw.endswith("/") else raw
     if not name or name.startswith("/") or "\\" in name or "\0" in name:
         raise BackupError(f"unsafe path in the backup: {raw!r}")
     parts = name.split("/")
-    if any(p in (".", "..") or not _NAME_RE.match(p) for p in parts):
+    if any(
+        p in (".", "..")
+        or not (_NAME_RE.match(p) or (i == 2 and parts[1] == "sessions" and _old_session_dir(p)))
+        for i, p in enumerate(parts)
+    ):
         raise BackupError(f"unsafe path in the backup: {raw!r}")
     if len(parts) > MAX_DEPTH:
         raise BackupError(f"path too deep in the backup: {raw!r}")

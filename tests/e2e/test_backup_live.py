@@ -398,3 +398,48 @@ def test_export_is_every_folder_as_a_readable_line(
     assert path.stat().st_mode & 0o777 == 0o600
     bad = rofmd("export", "--memory-dir", str(src), "--json")
     assert bad.returncode == 2 and "--output" in bad.stderr
+
+
+def test_a_store_at_its_previous_name_travels_through_a_backup_and_is_renamed_on_open(
+    tmp_path: Path, rofmd: Callable[..., Ran]
+) -> None:
+    """A session id ending in a line break had its directory at the id itself until the
+    patterns compared whole ids. A store not opened since then still sits there: a backup
+    holds it as it is (no other name in a backup may hold a line break), and the restored
+    store moves to today's name when the session next opens."""
+    from engine.store import open_session, safe_session_id
+    from engine.store.session_dirs import SESSION_FILE
+
+    src = tmp_path / "mem"
+    _store_with_folders(rofmd, src, tmp_path)
+    sid = "chat\n"
+    old = src / "sessions" / sid
+    (src / "sessions" / "cli").rename(old)
+    (old / SESSION_FILE).write_bytes(orjson.dumps({"version": 1, "id": sid}))
+    folders = sorted(p.name for p in old.iterdir() if p.name.startswith("mem-"))
+    backup = tmp_path / "b.tar.zst"
+    out = rofmd("backup", "--memory-dir", str(src), "--output", str(backup))
+    assert out.returncode == 0, out.stderr
+    target = tmp_path / "target"
+    done = rofmd("restore", str(backup), "--memory-dir", str(target))
+    assert done.returncode == 0, done.stderr
+    assert (target / "sessions" / sid).is_dir()
+    store = open_session(target, sid)
+    assert store.dir.name == safe_session_id(sid) and not (target / "sessions" / sid).exists()
+    assert sorted(e.id for e in store.index) == folders and store.load_report.clean
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["memory/sessions/a/index.json\n", "memory/sessions/a/mem-x\n/meta.json", "memory/a\n"],
+)
+def test_no_other_member_name_may_hold_a_line_break(
+    tmp_path: Path, name: str, rofmd: Callable[..., Ran]
+) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = 5
+    archive = tmp_path / "odd.tar.zst"
+    _evil_tar(archive, info, b"pwned")
+    out = rofmd("restore", str(archive), "--memory-dir", str(tmp_path / "t"))
+    assert out.returncode == 1 and "unsafe path" in out.stderr, out.stderr
+    assert not (tmp_path / "t").exists()

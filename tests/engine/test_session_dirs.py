@@ -41,8 +41,9 @@ from engine.store.ids import (
     PREFIX_LENGTH,
     is_session_dir_name,
     legacy_session_dir_name,
+    previous_session_dir_name,
 )
-from engine.store.session_dirs import SESSION_FILE, owner_of
+from engine.store.session_dirs import SESSION_FILE, owner_of, session_dir_exists
 from tests.cli_env import isolate_cli
 from tests.engine.test_store_crash import using
 
@@ -50,9 +51,10 @@ NOW = 1_767_225_600_000
 
 ISSUE_PAIRS = [("chat/a", "chat_a"), ("team:dev", "team@dev"), ("会话一", "对话二")]
 
-# Characters the old mapping folded together, plus case and normalisation variants.
+# Characters the old mapping folded together, plus case and normalisation variants, and
+# the line break `$` matched before.
 TRICKY = st.text(
-    alphabet=st.sampled_from(list("aAbB_-./:@~ 会话一对二éé\x00\\")), min_size=1, max_size=12
+    alphabet=st.sampled_from(list("aAbB_-./:@~ 会话一对二éé\x00\\\n")), min_size=1, max_size=12
 )
 IDS = st.one_of(TRICKY, st.text(min_size=1, max_size=200))
 
@@ -77,6 +79,7 @@ def test_no_two_distinct_ids_share_a_directory_name(ids: list[str]) -> None:
         assert n.isascii() and n == unicodedata.normalize("NFC", n)
         assert is_session_dir_name(n) and len(n) <= MAX_NAME_LENGTH
         assert not n.startswith((".", "~")) and "/" not in n and "\\" not in n
+        assert n.isprintable()
 
 
 def test_the_strategy_reaches_ids_the_old_mapping_merged() -> None:
@@ -441,6 +444,8 @@ SCENARIOS: dict[str, tuple[str, list[tuple[str, int]], list[str]]] = {
     "move-away": ("chat_a", [("chat/a", 1), ("chat_a", 2)], ["chat_a", "chat/a"]),
     "move-away-other-first": ("chat_a", [("chat/a", 1), ("chat_a", 2)], ["chat/a", "chat_a"]),
     "shared-cjk": ("___", [("对话二", 1), ("会话一", 2)], ["会话一", "对话二"]),
+    # the name before whole-id patterns: the id, its final line break included
+    "previous-name": ("chat\n", [("chat\n", 1)], ["chat\n", "chat"]),
 }
 
 
@@ -517,3 +522,58 @@ def test_engine_cli_list_names_sessions_by_id(
     # opening by id (init) migrates
     run("init", "--session", "chat/a")
     assert owner_of(root / "sessions" / safe_session_id("chat/a")).how == "recorded"
+
+
+# ---- the previous name: an id ending in a line break -----------------------------------
+
+
+def _previous_store(root: Path, sid: str, *, recorded: bool) -> Path:
+    """A store as the mapping before whole-id patterns wrote it: at the id itself (a
+    final line break included), with its record or (older) without."""
+    name = previous_session_dir_name(sid)
+    assert name is not None
+    resolved = root.resolve()
+    paths = SessionPaths(root=resolved, dir=resolved / "sessions" / name)
+    store = SessionStore(paths, sid)
+    _commit(store, [(sid, 1), (sid, 2)])
+    if recorded:
+        write_json_atomic(paths.dir / SESSION_FILE, {"version": 1, "id": sid})
+    return paths.dir
+
+
+@pytest.mark.parametrize("recorded", [True, False])
+def test_a_store_at_its_previous_name_is_found_then_renamed_on_open(
+    tmp_path: Path, recorded: bool
+) -> None:
+    sid = "onebot-group-1\n"
+    old = _previous_store(tmp_path, sid, recorded=recorded)
+    folders = sorted(p.name for p in old.iterdir() if p.name.startswith("mem-"))
+    base = tmp_path / "sessions"
+    before = _layout(tmp_path)
+    assert find_session_dir(base, sid) == old
+    assert session_dir_exists(base, sid)
+    assert {(d.name, d.id) for d in list_session_dirs(base)} == {(old.name, sid)}
+    assert _layout(tmp_path) == before  # finding and listing write nothing
+    store = open_session(tmp_path, sid)
+    assert store.dir_outcome is not None and store.dir_outcome.action == "migrated"
+    assert store.dir_outcome.migrated_from == old.name
+    assert store.dir.name == safe_session_id(sid) and "\n" not in store.dir.name
+    assert not old.exists()
+    assert sorted(e.id for e in store.index) == folders
+    assert read_json(store.dir / SESSION_FILE)["id"] == sid
+    assert store.load_report.clean
+    assert open_session(tmp_path, sid).dir_outcome.action == "ok"  # type: ignore[union-attr]
+
+
+def test_the_look_alike_of_a_store_at_its_previous_name_keeps_its_own(tmp_path: Path) -> None:
+    """`onebot-group-1` and `onebot-group-1` followed by a line break are two sessions:
+    before and after the rename, each opens its own folders only."""
+    real = open_session(tmp_path, "onebot-group-1")
+    mine = _commit(real, [("onebot-group-1", 5)])
+    _previous_store(tmp_path, "onebot-group-1\n", recorded=True)
+    again = open_session(tmp_path, "onebot-group-1")
+    assert [e.id for e in again.index] == mine
+    other = open_session(tmp_path, "onebot-group-1\n")
+    assert other.dir != again.dir and len(other) == 2
+    assert _users_in(other) == ["onebot-group-1\n"]
+    assert [e.id for e in open_session(tmp_path, "onebot-group-1").index] == mine

@@ -24,6 +24,7 @@ from engine.store.ids import (
     is_session_dir_name,
     legacy_session_dir_name,
     make_idempotency_key,
+    previous_session_dir_name,
 )
 
 
@@ -274,3 +275,47 @@ def test_folder_ids_among_a_clean_listing_is_its_mem_names_in_order() -> None:
     assert folder_ids_among(names) == [names[1], names[3]]
     assert folder_ids_among([*names, "mem-"]) == [names[1], names[3]]
     assert folder_ids_among([*names, "mem-a b"]) == [names[1], names[3]]
+
+
+# ---- whole ids: `$` matched before a final line break ----------------------------------
+
+
+def test_an_id_ending_in_a_line_break_is_encoded_not_its_own_name() -> None:
+    """`abc` followed by a line break was its own directory name, break included (the
+    readable pattern ended in `$`); it is an id like `chat/a` now: encoded, ASCII and
+    printable, and never the name of `abc`."""
+    name = safe_session_id("abc\n")
+    assert name.startswith("abc_~") and name.isprintable() and is_session_dir_name(name)
+    assert name != safe_session_id("abc") == "abc"
+    assert not is_session_dir_name("abc\n")
+    assert previous_session_dir_name("abc\n") == "abc\n"
+
+
+@pytest.mark.parametrize("raw", ["abc", "abc\n\n", "Abc\n", "chat/a\n", "\n", "x" * 96 + "\n"])
+def test_only_a_readable_id_with_one_final_line_break_had_a_previous_name(raw: str) -> None:
+    assert previous_session_dir_name(raw) is None
+
+
+@given(st.text(alphabet="ab-.\n/A", min_size=1, max_size=12))
+def test_a_previous_name_is_always_one_todays_mapping_gives_no_id(raw: str) -> None:
+    """So a directory at a previous name is never another id's current store."""
+    if raw.strip(".") == "":
+        return
+    name = safe_session_id(raw)
+    assert "\n" not in name and name.isprintable()
+    old = previous_session_dir_name(raw)
+    if old is not None:
+        assert old != name and not is_session_dir_name(old)
+
+
+@pytest.mark.parametrize(
+    "name", ["mem-20260101T000000Z-0001\n", "mem-20260101T000000Z-٠٠٠١", "mem-x\n"]
+)
+def test_folder_names_and_ids_are_whole(name: str) -> None:
+    assert not is_folder_id(name)
+    assert FOLDER_ID_RE.match(name) is None
+    assert folder_ids_among([name, "mem-20260101T000000Z-0002"]) == ["mem-20260101T000000Z-0002"]
+
+
+def test_safe_names_are_whole() -> None:
+    assert is_safe_name("abc") and not is_safe_name("abc\n")
