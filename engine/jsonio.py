@@ -59,8 +59,8 @@ __all__ = [
     "write_json_atomic",
 ]
 
-_TEMP_RE = re.compile(r"^\..+\.\d+-\d+\.tmp$")
-_TARGET_RE = re.compile(r"^\.(.+)\.\d+-\d+\.tmp$")
+_TEMP_RE = re.compile(r"^\..+\.\d+-\d+\.tmp\Z", re.ASCII)
+_TARGET_RE = re.compile(r"^\.(.+)\.\d+-\d+\.tmp\Z", re.ASCII)
 _counter = itertools.count(1)
 _UTF8_BOM = b"\xef\xbb\xbf"
 

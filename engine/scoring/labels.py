@@ -38,7 +38,7 @@ _WRAPPERS: Final = (
 )
 HOME: Final = "家"
 HOME_FORMS: Final[frozenset[str]] = frozenset({"我家", "我家里", "家里", "在家", "回家", "家"})
-_OWNED_HOME = re.compile(r"^(.+?)的家$")
+_OWNED_HOME = re.compile(r"^(.+?)的家\Z")
 
 
 def _lower_latin(text: str) -> str:

@@ -112,6 +112,11 @@ def test_is_temp_name() -> None:
     assert not is_temp_name("index.json")
     assert not is_temp_name(".commit-arc-1.json")
     assert not is_temp_name("mem-20260101T000000Z-0001")
+    # whole names only: recovery deletes temp files, never a file that merely looks like one
+    assert not is_temp_name(".index.json.123-4.tmp\n")
+    assert not is_temp_name(".index.json.١٢٣-4.tmp")
+    assert jsonio.temp_target("d/.x.json.1-2.tmp") == "d/x.json"
+    assert jsonio.temp_target("d/.x.json.1-2.tmp\n") == "d/.x.json.1-2.tmp\n"
 
 
 def test_read_json_errors(tmp_path: Path) -> None:
