@@ -453,6 +453,15 @@ def test_matrix_08_a_bare_onebot_chat_is_not_a_private_chat(env: Env, client: Cl
     refused(env, client, "onebot-123456", "not-private")
 
 
+@pytest.mark.parametrize("look_alike", [f"onebot-private-{OWNER}\n", f"qqb-p-{OWNER}\n"])
+def test_matrix_08b_a_look_alike_of_the_owner_chat_is_not_a_private_chat(
+    env: Env, client: Client, look_alike: str
+) -> None:
+    """The owner's private chat id followed by a line break (Python's `$` let it
+    through) is nobody's private chat: refused before any group store is read."""
+    refused(env, client, look_alike, "not-private")
+
+
 def test_matrix_09_a_subagent_of_the_owner_chat_is_refused(env: Env, client: Client) -> None:
     session = {"id": "onebot-private-10001", "origin": "subagent"}
     text = refused(env, client, session, "subagent")
