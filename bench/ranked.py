@@ -47,6 +47,7 @@ from typing import Any
 
 from bench.recall import percentile
 from engine.recall import Addition, CandidateIndex, RecallState, analyze_query, run_round
+from engine.recall.candidates import MatchesOnce
 from engine.recall.fair import Pick
 from engine.recall.ranked import select_ranked
 from engine.relevance.analyzer import search_terms
@@ -191,7 +192,7 @@ def _restart(
             restored.sync(entries)
             t3 = time.perf_counter()
             q = analyze_query(query, cfg)
-            matches = index.match(q, min_alpha=cfg.recall.min_alpha)
+            matches = MatchesOnce(index, q, cfg.recall.min_alpha)
             select_ranked(restored, index, matches, q, RecallState(persist=False), cfg, 10)
             t4 = time.perf_counter()
             assert not reads, "a restart read folder texts"
@@ -257,7 +258,8 @@ def run_ranked_bench(sizes: tuple[int, ...], queries_per_size: int = 300) -> lis
             query = analyze_query(q, cfg)
             terms = rel.query_terms(q) or ["_"]
             state = RecallState(persist=False)
-            matches = index.match(query, min_alpha=cfg.recall.min_alpha)
+            # made by the selection if it falls back to it, as in a round
+            matches = MatchesOnce(index, query, cfg.recall.min_alpha)
             runs: dict[str, Callable[[], Any]] = {
                 "sel": partial(select_ranked, rel, index, matches, query, state, cfg, 10),
                 "sel0": partial(select_ranked, rel, index, matches, query, state, cfg0, 10),

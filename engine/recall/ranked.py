@@ -48,7 +48,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from engine.config import MemoryConfig
-from engine.recall.candidates import CandidateIndex, Matches
+from engine.recall.candidates import CandidateIndex, MatchesOnce
 from engine.recall.fair import Pick, Selection, copy_lanes
 from engine.recall.query import Query, search_text
 from engine.recall.state import RecallState
@@ -96,13 +96,13 @@ class Relevant:
 def relevant(
     relevance: RelevanceIndex,
     index: CandidateIndex,
-    matches: Matches,
+    matches: MatchesOnce,
     query: Query,
     cfg: MemoryConfig,
     limit: int,
 ) -> Relevant:
     """Steps 1 and 3: the best `limit` folders for `query` by relevance, or, when nothing
-    scores, every keyword / category candidate in σ order."""
+    scores, every keyword / category candidate in σ order (`matches`, made only then)."""
     rc = cfg.recall
     terms = relevance.query_terms(search_text(query.text))
     if query.allowed is None:
@@ -125,7 +125,7 @@ def relevant(
         )
     folders = index.folders
     pool = sorted(
-        matches.candidates,
+        matches().candidates,
         key=lambda n: (-folders[n].alpha, folders[n].created_at, folders[n].id),
     )
     ids = tuple(folders[n].id for n in pool)
@@ -166,7 +166,7 @@ def _rank_within(
 def select_ranked(
     relevance: RelevanceIndex,
     index: CandidateIndex,
-    matches: Matches,
+    matches: MatchesOnce,
     query: Query,
     state: RecallState,
     cfg: MemoryConfig,

@@ -49,7 +49,7 @@ from engine.config import MemoryConfig, fingerprint
 from engine.config.fingerprint import canonical_json
 from engine.recall.assistant_said import current_request
 from engine.recall.block import IMAGE_MARK, heading_date, message_text, render_body
-from engine.recall.candidates import CandidateIndex, Matches, index_params
+from engine.recall.candidates import CandidateIndex, MatchesOnce, index_params
 from engine.recall.dates import resolve_timezone
 from engine.recall.fair import HIGH_LANES, LANES, Pick, Selection
 from engine.recall.hops import HOP_LANE
@@ -420,16 +420,17 @@ def run_round(
     if allowed is not None:
         wide = index.match(query, min_alpha=rc.min_alpha).candidates
         query = restricted(query, allowed)
-    matches: Matches = index.match(query, min_alpha=rc.min_alpha)
+    # a ranked round makes the keyword candidates only if it falls back to them
+    matches_of = MatchesOnce(index, query, rc.min_alpha)
     if allowed is not None:
-        tag_filtered = len(wide) - len(matches.candidates)
+        tag_filtered = len(wide) - len(matches_of().candidates)
     ranked = rc.mode == "ranked"
     needed: dict[str, float] = {}
     question: RoundSelection | None = None
     if rc.mode == "legacy":
-        sel: Selection = select_legacy(index, matches, state, cfg, k, session_key, query)
+        sel: Selection = select_legacy(index, matches_of(), state, cfg, k, session_key, query)
     else:
-        question = select_round(index, matches, query, state, cfg, k, relevance=relevance)
+        question = select_round(index, matches_of, query, state, cfg, k, relevance=relevance)
         sel, needed = question.selection, question.needed
     warnings: list[str] = []
 
@@ -515,7 +516,7 @@ def run_round(
                 a.needed_round = t
         evicted, pinned = trim_ranked(state, cfg, context_window, needed), 0
     else:
-        current = {index.folders[n].id for n in matches.candidates}
+        current = {index.folders[n].id for n in matches_of().candidates}
         for a in state.additions:
             a.current_query = a.id in current
         evicted, pinned = trim_block(state, cfg, context_window, current)
@@ -580,8 +581,8 @@ def run_round(
         "turn": turn,
         "quota": k,
         "queryKeywords": len(query.keywords),
-        "candidates": len(needed) if ranked else len(matches.candidates),
-        "categorySeeds": list(matches.categories),
+        "candidates": len(needed) if ranked else len(matches_of().candidates),
+        "categorySeeds": index.categories_in(query) if ranked else list(matches_of().categories),
         "lanesPicked": lanes_picked,
         "pops": sel.pops,
         "frontierHits": sel.frontier_hits,
@@ -592,7 +593,7 @@ def run_round(
         "offset": 0,
         "limit": k,
         "hasMore": False,
-        "missType": None if loaded else ("keyword" if not matches.candidates else "excluded"),
+        "missType": None if loaded else ("keyword" if not matches_of().candidates else "excluded"),
         "roundBudget": {"maxChars": budget, "dropped": dropped, "chars": chars},
         "roundBudgetMaxChars": budget,
         "roundBudgetDropped": dropped,

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.config import MemoryConfig
-from engine.recall.candidates import CandidateIndex, Matches
+from engine.recall.candidates import CandidateIndex, Matches, MatchesOnce
 from engine.recall.clauses import ClauseResult, allocate
 from engine.recall.fair import (
     Pick,
@@ -199,7 +199,7 @@ def _ranked_clauses(
     queues: list[list[Pick]] = []
     results: list[ClauseResult] = []
     for part in query.parts:
-        pm = index.match(part, min_alpha=rc.min_alpha)
+        pm = MatchesOnce(index, part, rc.min_alpha)
         found = relevant(relevance, index, pm, part, cfg, k + len(in_block) + len(skip))
         for fid, score in zip(found.ids, found.scores, strict=True):
             needed[fid] = max(needed.get(fid, 0.0), score)
@@ -216,7 +216,7 @@ def _ranked_clauses(
 
 def select_round(
     index: CandidateIndex,
-    matches: Matches,
+    matches_of: MatchesOnce,
     query: Query,
     state: RecallState,
     cfg: MemoryConfig,
@@ -224,7 +224,9 @@ def select_round(
     *,
     relevance: RelevanceIndex | None = None,
 ) -> RoundSelection:
-    """Steps 1-4 (module docstring) for round `state.round + 1`; `state` is not changed."""
+    """Steps 1-4 (module docstring) for round `state.round + 1`; `state` is not changed.
+    `matches_of`: the keyword candidates of `query`, made when a step needs them (every
+    mode but `ranked` at once; `ranked` only for its fallback)."""
     rc = cfg.recall
     mode = rc.mode
     ranked = mode == "ranked"
@@ -246,13 +248,13 @@ def select_round(
             )
             out.clauses, served = clauses, served + more
         else:
-            rsel = select_ranked(relevance, index, matches, query, state, cfg, rest, skip=skip)
+            rsel = select_ranked(relevance, index, matches_of, query, state, cfg, rest, skip=skip)
             sel, needed = rsel.selection, rsel.needed
         for fid in skip:
             needed[fid] = max(needed.get(fid, 0.0), ASSISTANT_SCORE)
         out.needed = needed
     else:
-        matches = with_candidates(matches, hits)
+        matches = with_candidates(matches_of(), hits)
         if query.parts:
             sel, out.clauses = _lane_clauses(index, matches, query, state, cfg, rest, reserved)
         elif mode == "fair":

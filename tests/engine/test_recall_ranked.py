@@ -208,3 +208,47 @@ def test_a_memory_of_the_same_questions_asked_before_does_not_take_the_answers_p
     ):
         sim.ask(question)
         assert sim.block() == [fid], question
+
+
+def _counting_matches(sim: RankedSim, monkeypatch: Any) -> list[str]:
+    """Record each keyword match the index makes (the query's text)."""
+    made: list[str] = []
+    real = CandidateIndex.match
+
+    def match(self: CandidateIndex, query: Any, **kw: Any) -> Any:
+        made.append(query.text)
+        return real(self, query, **kw)
+
+    monkeypatch.setattr(CandidateIndex, "match", match)
+    return made
+
+
+def test_a_round_that_scores_makes_no_keyword_matches(monkeypatch: Any) -> None:
+    """Matching every folder a keyword hits was a third to a half of a ranked round;
+    ranked selection reads those candidates only when nothing scores."""
+    sim = RankedSim(chat(8), {}, ranked())
+    made = _counting_matches(sim, monkeypatch)
+    out = sim.ask("guitar lesson")
+    assert out.recalled and made == []
+    assert out.recall_record["categorySeeds"] == [] and out.recall_record["missType"] is None
+    made.clear()
+    out = sim.ask("guitar lesson, and the marathon?")  # two clauses: each its own ranking
+    assert made == []
+
+
+def test_a_round_that_falls_back_or_misses_makes_them_once(monkeypatch: Any) -> None:
+    entries_cfg = ranked(firstGenMax=2)
+    sim = RankedSim({"a": "川菜 水煮鱼", "b": "部署 端口"}, {"a": 0.9, "b": 0.9}, entries_cfg)
+    sim.index = CandidateIndex(
+        [Entry("a", 0.9, BASE_MS, ["喜欢川菜", "口味"]), Entry("b", 0.9, BASE_MS + 1, ["端口"])],
+        entries_cfg,
+        3,
+    )
+    made = _counting_matches(sim, monkeypatch)
+    out = sim.ask("我有什么偏好")
+    assert out.recalled == ["a"] and len(made) == 1
+    assert out.recall_record["categorySeeds"] == ["preference"]
+    made.clear()
+    miss = sim.ask("zebra quantum")
+    assert miss.recalled == [] and miss.recall_record["missType"] == "keyword"
+    assert len(made) == 1
