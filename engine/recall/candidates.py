@@ -68,7 +68,7 @@ import numpy as np
 
 from engine.assistant_keywords import channel_terms
 from engine.config import MemoryConfig
-from engine.keywords import contains_term, keys_match, match_key
+from engine.keywords import contains_term, keys_match, match_key, match_text
 from engine.recall.assistant_said import AssistantQuery
 from engine.recall.query import Query
 from engine.recall.tag_index import KINDS, FolderTables, TagIndex, form_keys, tag_index_params
@@ -638,7 +638,7 @@ class CandidateIndex:
         text = "\x00".join(keys)
         title = str(title or "")
         if title:
-            text += "\x00" + match_key(title, expand_latin_case=self._fold)
+            text += "\x00" + match_text(title, expand_latin_case=self._fold)
         return self._classes_in(text)
 
     # -- incremental update ------------------------------------------------------

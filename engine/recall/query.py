@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, replace
 
 from engine.config import MemoryConfig
-from engine.keywords import QUERY_KEYWORDS_MAX, extract_keywords, match_key, match_keys
+from engine.keywords import QUERY_KEYWORDS_MAX, extract_keywords, match_keys, match_text
 from engine.recall.assistant_said import AssistantQuery, assistant_query
 from engine.tokenizer import normalize_text
 
@@ -128,7 +128,7 @@ def _single(text: str, cfg: MemoryConfig, clauses: int) -> Query:
     keywords, keys = _keywords(text, cfg)
     return Query(
         text=text,
-        normalized=match_key(normalize_text(text), expand_latin_case=cfg.match.expand_latin_case),
+        normalized=match_text(normalize_text(text), expand_latin_case=cfg.match.expand_latin_case),
         keywords=keywords,
         keys=keys,
         clauses=clauses,

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.config import MemoryConfig
-from engine.keywords import match_key, match_keys
+from engine.keywords import match_keys, match_text
 from engine.recall.assistant_said import AssistantQuery
 from engine.recall.candidates import CandidateIndex, Matches
 from engine.recall.constraint import Constraint, combined_allowed, filter_counts
@@ -151,7 +151,7 @@ def keyword_query(
     text = " ".join(words)
     return Query(
         text=text,
-        normalized=match_key(normalize_text(text), expand_latin_case=fold),
+        normalized=match_text(normalize_text(text), expand_latin_case=fold),
         keywords=words,
         keys=tuple(keys),
         clauses=1,

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from engine.config import MemoryConfig
-from engine.keywords import match_key
+from engine.keywords import match_key, match_text
 from engine.scoring.events import folder_labels
 from engine.scoring.labels import HOME, HOME_FORMS, normalize_labels
 from engine.tokenizer import is_latin_word_char
@@ -223,7 +223,7 @@ class TagIndex:
         wanted = {k for k in kinds if self.enabled.get(k)}
         if not wanted or max_per_kind <= 0 or not text:
             return []
-        hay = match_key(text, expand_latin_case=True)
+        hay = match_text(text, expand_latin_case=True)
         forms = self._forms
         # every occurrence of a known form: a lookup per (position, form length present)
         hits: list[tuple[int, int, str, str]] = []  # (-length, start, kind, label)

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.config import MemoryConfig
-from engine.keywords import QUERY_KEYWORDS_MAX, contains_term, keys_match, match_key
+from engine.keywords import QUERY_KEYWORDS_MAX, contains_term, keys_match, match_key, match_text
 from engine.store.ids import is_safe_name
 from engine.store.index_entry import IndexEntry
 from engine.store.records import ImageIndexEntry
@@ -159,7 +159,7 @@ class _Matcher:
         hits = self._folders.get(entry.id)
         if hits is None:
             keywords = [match_key(k, expand_latin_case=self._fold_case) for k in entry.keywords]
-            title = match_key(entry.title, expand_latin_case=self._fold_case)
+            title = match_text(entry.title, expand_latin_case=self._fold_case)
             hits = frozenset(
                 i
                 for i, key in enumerate(self._keys)

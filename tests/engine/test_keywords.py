@@ -18,6 +18,7 @@ from engine.keywords import (
     extract_keywords,
     keyword_matches,
     match_key,
+    match_text,
 )
 from engine.stopwords import CJK_STOPWORDS, EN_STOPWORDS, is_stopword, stopword_table
 from engine.tokenizer import normalize_text
@@ -293,3 +294,34 @@ def test_query_matcher_speed_100k_folders() -> None:
     elapsed = time.process_time() - t0
     assert hits > 0
     assert elapsed < 1.0
+
+
+@given(st.text(max_size=120), st.booleans())
+def test_a_text_is_matched_as_a_key_is(text: str, fold: bool) -> None:
+    assert match_text(text, expand_latin_case=fold) == match_key(text, expand_latin_case=fold)
+
+
+def test_messages_and_titles_are_not_kept_in_the_shared_key_cache() -> None:
+    """The cache of match keys lives as long as the daemon and serves every session: it
+    is for keywords and labels. Each message analysed and each folder title indexed used
+    to stay in it (the last 65,536 of them): 10 MB after 5,000 messages of 300
+    characters."""
+    from engine.config import load_config
+    from engine.keywords import _match_key
+    from engine.recall import CandidateIndex, analyze_query
+    from tests.engine.recall_fixtures import Entry
+
+    cfg = load_config(None, {}).config
+    analyze_query("warm-up 部署", cfg)
+    before = _match_key.cache_info().currsize
+    for i in range(300):
+        analyze_query(f"消息 {i}: 我们上次讨论的部署方案里，网关端口和灰度比例是怎么定的？", cfg)
+    grown = _match_key.cache_info().currsize - before
+    assert grown < 50, grown  # the few keywords these messages share, not 300 texts
+    before = _match_key.cache_info().currsize
+    titled = [
+        Entry(f"f{i}", 0.9, i, ["部署"], title=f"标题 {i}：我喜欢的川菜和部署的端口")
+        for i in range(300)
+    ]
+    CandidateIndex(titled, cfg, 1)
+    assert _match_key.cache_info().currsize - before < 50
