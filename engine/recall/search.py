@@ -56,7 +56,7 @@ from typing import Any
 from engine.config import MemoryConfig
 from engine.keywords import match_keys, match_text
 from engine.recall.assistant_said import AssistantQuery
-from engine.recall.candidates import CandidateIndex, Matches
+from engine.recall.candidates import CandidateIndex, Matches, MatchesOnce
 from engine.recall.constraint import Constraint, combined_allowed, filter_counts
 from engine.recall.fair import Pick, Selection, lane_order, select_fair
 from engine.recall.legacy import select_legacy
@@ -168,7 +168,7 @@ def _sigma_order(index: CandidateIndex, ns: Iterable[int]) -> list[int]:
 def _ranked_order(
     relevance: RelevanceIndex | None,
     index: CandidateIndex,
-    matches: Matches,
+    matches: Callable[[], Matches],
     query: Query,
     cfg: MemoryConfig,
     block: set[str],
@@ -198,14 +198,15 @@ def _ranked_order(
         order = [Pick(n, fid, RANKED_LANE) for n, fid in scored if fid not in block]
         return order, len(scored)
     folders = index.folders
-    fallback = _sigma_order(index, (n for n in matches.candidates if folders[n].id not in block))
-    return [Pick(n, folders[n].id, FALLBACK_LANE) for n in fallback], len(matches.candidates)
+    candidates = matches().candidates  # made only now: the fallback
+    fallback = _sigma_order(index, (n for n in candidates if folders[n].id not in block))
+    return [Pick(n, folders[n].id, FALLBACK_LANE) for n in fallback], len(candidates)
 
 
 def _order(
     relevance: RelevanceIndex | None,
     index: CandidateIndex,
-    matches: Matches,
+    matches_of: Callable[[], Matches],
     query: Query,
     state: RecallState,
     cfg: MemoryConfig,
@@ -214,7 +215,8 @@ def _order(
 ) -> tuple[list[Pick], int]:
     mode = cfg.recall.mode
     if mode == "ranked":
-        return _ranked_order(relevance, index, matches, query, cfg, exclude, base)
+        return _ranked_order(relevance, index, matches_of, query, cfg, exclude, base)
+    matches = matches_of()
     if mode == "fair":
         return lane_order(index, matches, state, cfg, exclude), len(matches.candidates)
     folders = index.folders
@@ -227,7 +229,7 @@ def _order(
 def _matched_ids(
     relevance: RelevanceIndex | None,
     index: CandidateIndex,
-    matches: Matches,
+    matches: Callable[[], Matches],
     query: Query,
     state: RecallState,
     cfg: MemoryConfig,
@@ -257,7 +259,8 @@ def search(
         return page
     unrestricted = query
     query = restricted(query, combined_allowed(constraints))
-    matches = index.match(query, min_alpha=rc.min_alpha)
+    # ranked: made only if nothing scores (the fallback); every other mode: at once
+    matches_of = MatchesOnce(index, query, rc.min_alpha)
     # the keyword candidates before the constraints (ranked: what scored, collected by
     # the ranking below; else, or when nothing scores, the keyword candidates)
     base: list[str] | None = None
@@ -271,7 +274,7 @@ def search(
     block = set(state.ids())
     emptied: str | None = None
     if mode == "legacy":
-        _legacy(page, index, matches, state, cfg, query, session_key, block)
+        _legacy(page, index, matches_of(), state, cfg, query, session_key, block)
         if base is not None:
             page.filtered, emptied = filter_counts(constraints, base)
             if page.miss_type == "keyword" and emptied:
@@ -288,8 +291,13 @@ def search(
         index, query, state, cfg, slots, exclude, serve_from_block=False
     )
     reserved_ids = {p.id for p in reserved}
+    matches: Callable[[], Matches] = matches_of
     if mode != "ranked":
-        matches = with_candidates(matches, hits)
+        widened = with_candidates(matches_of(), hits)
+
+        def matches() -> Matches:
+            return widened
+
     order, page.candidates = _order(
         relevance, index, matches, query, state, cfg, exclude, base if mode == "ranked" else None
     )
@@ -300,8 +308,9 @@ def search(
         page.candidates += len({folders[n].id for n in hits} - {p.id for p in order})
     if not page.paginated and mode == "fair":
         # k >= 2: at k = 1 the lane split leaves the high lanes no slot (k_H = 0)
-        page.selection = select_fair(index, matches, state, cfg, max(2, limit), used=reserved_ids)
-        own = [p for p in page.selection.picks if p.n in matches.candidates][:limit]
+        fair = matches()
+        page.selection = select_fair(index, fair, state, cfg, max(2, limit), used=reserved_ids)
+        own = [p for p in page.selection.picks if p.n in fair.candidates][:limit]
         taken = {p.id for p in own}
         order = own + [p for p in order if p.id not in taken]
     order = (reserved + [p for p in order if p.id not in reserved_ids])[:PAGE_WINDOW]

@@ -253,6 +253,28 @@ def test_ranked_pages_follow_relevance_and_unpaginated_equals_the_first_page() -
     assert lab.ids("网关 端口", limit=3, offset=0)[0] == "mem-b"
 
 
+def test_a_ranked_search_makes_the_keyword_candidates_only_for_its_fallback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    entries = [Entry("mem-a", 0.5, BASE_MS, ["网关"]), Entry("mem-b", 0.5, BASE_MS + 1, ["端口"])]
+    lab = Lab(entries, config(mode="ranked"))
+    lab.texts.update({"mem-a": "网关 配置", "mem-b": "端口 配置"})
+    lab.relevance = RelevanceIndex(lab.texts.__getitem__)
+    lab.relevance.sync(entries)
+    made: list[str] = []
+    real = CandidateIndex.match
+
+    def match(self: CandidateIndex, query: Any, **kw: Any) -> Any:
+        made.append(query.text)
+        return real(self, query, **kw)
+
+    monkeypatch.setattr(CandidateIndex, "match", match)
+    assert lab.ids("网关", limit=2, offset=0) == ["mem-a"]
+    assert made == []
+    page = lab.page("量子", limit=2, offset=0)  # scores nothing: the keyword fallback
+    assert page.picks == [] and len(made) == 1
+
+
 def test_unpaginated_calls_exclude_the_ledger_and_fair_commits_what_it_showed() -> None:
     lab = Lab(_entries([0.9, 0.8, 0.2, 0.1]), config(mode="fair"))
     lab.state.ledger["mem-0000"] = [0.0, 0.9]
