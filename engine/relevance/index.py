@@ -740,6 +740,43 @@ class RelevanceIndex:
         self._prior = (key, vec, top)
         return vec, top
 
+    def _best_numpy(
+        self,
+        query: list[Term],
+        factor: npt.NDArray[np.float64] | None,
+        top_factor: float,
+        floor: float,
+        pool: int,
+        *,
+        exhaustive: bool,
+        terms: Sequence[str],
+        alpha_prior: float,
+        min_alpha: float,
+    ) -> tuple[list[int], list[float], float]:
+        """What `Postings.score_top` picks, by NumPy: the folders scoring at least
+        max(best × `floor`, tiny), the best `pool` of them (ties included) when there
+        are more, their scores and the best ((), (), 0 when none scores); pruned
+        (`engine.relevance.maxscore`) unless `exhaustive`."""
+        docs: npt.NDArray[Any]
+        if exhaustive:
+            acc = self.scores(terms, alpha_prior=alpha_prior, min_alpha=min_alpha)
+            docs = np.arange(acc.size)
+        else:
+            docs, acc = contenders(
+                self._postings, query, len(self._doc_ids), factor, top_factor, floor, pool
+            )
+        if not acc.size:
+            return [], [], 0.0
+        best = float(acc.max())
+        if best <= 0.0:
+            return [], [], best
+        keep = (acc >= max(best * floor, _TINY)).nonzero()[0]
+        hit, score = docs[keep], acc[keep]
+        if hit.size > pool:
+            keep = (score >= _kth_largest(score, pool)).nonzero()[0]
+            hit, score = hit[keep], score[keep]
+        return hit.tolist(), score.tolist(), best
+
     def rank(
         self,
         terms: Sequence[str],
@@ -760,7 +797,9 @@ class RelevanceIndex:
         `(1 − w) · F / max F + w · P / max P`, P the score of the folder's best passage
         (`engine.relevance.passages`) times the same α factor. Folders under
         `min_relative` × the best (mixed) score are dropped. `exhaustive` scores every
-        folder instead of pruning (the same result, slower: the reference in tests)."""
+        folder instead of pruning (the same result, slower: the reference in tests).
+        With the compiled loops (`engine.relevance.kernels`) every folder a term occurs
+        in is scored, in C, instead of pruning: the same result again."""
         if limit <= 0 or not self._live_docs:
             return Ranked((), ())
         query = self._query(terms)
@@ -770,41 +809,35 @@ class RelevanceIndex:
         floor = _RERANK_FLOOR if mix else min_relative
         pool = max(_RERANK_MIN, limit + _RERANK_MIN // 2) if mix else limit
         factor, top_factor = self._factor(alpha_prior, min_alpha)
-        docs: npt.NDArray[Any]
-        if exhaustive:
-            acc = self.scores(terms, alpha_prior=alpha_prior, min_alpha=min_alpha)
-            docs = np.arange(acc.size)
-        else:
-            docs, acc = contenders(
-                self._postings,
+        fast = None
+        if not exhaustive:
+            fast = self._postings.score_top(
+                query, len(self._doc_ids), factor, top_factor, floor, pool, _TINY
+            )
+        if fast is None:
+            fast = self._best_numpy(
                 query,
-                len(self._doc_ids),
                 factor,
                 top_factor,
                 floor,
                 pool,
+                exhaustive=exhaustive,
+                terms=terms,
+                alpha_prior=alpha_prior,
+                min_alpha=min_alpha,
             )
-        if not acc.size:
+        docs_hit, scores, best = fast
+        if not docs_hit:
             return Ranked((), ())
-        best = float(acc.max())
-        if best <= 0.0:
-            return Ranked((), ())
-        keep = (acc >= max(best * floor, _TINY)).nonzero()[0]
-        hit, score = docs[keep], acc[keep]
-        if hit.size > pool:
-            keep = (score >= _kth_largest(score, pool)).nonzero()[0]
-            hit, score = hit[keep], score[keep]
         ids = self._doc_ids
-        docs_hit: list[int] = hit.tolist()
-        scores: list[float] = score.tolist()
         if mix:
             # a pool of a few folders: plain floats, the same operations as NumPy's
-            passage: list[float] = self._passages.best(
+            passage = self._passages.best(
                 docs_hit,
                 [t for t in (self._tids.get(x) for x in terms) if t is not None],
-            ).tolist()
+            )
             if factor is not None:
-                passage = [p * f for p, f in zip(passage, factor[hit].tolist(), strict=True)]
+                passage = [p * f for p, f in zip(passage, factor[docs_hit].tolist(), strict=True)]
             top = max(passage)
             keep_w = 1.0 - passage_weight
             if top > 0.0:

@@ -40,6 +40,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from engine.relevance import kernels
+
 __all__ = [
     "BM25_B",
     "BM25_K1",
@@ -107,14 +109,6 @@ def _ascending(values: array[int], limit: int) -> bool:
 
 def _within(values: npt.NDArray[Any], limit: int) -> bool:
     return int(values.min()) >= 0 and int(values.max()) <= limit
-
-
-def _starts(values: npt.NDArray[Any]) -> npt.NDArray[np.intp]:
-    """Where each run of equal neighbours starts."""
-    lead = np.empty(values.size, dtype=bool)
-    lead[:1] = True
-    np.not_equal(values[1:], values[:-1], out=lead[1:])
-    return lead.nonzero()[0]
 
 
 class PassageStore:
@@ -488,14 +482,40 @@ class PassageStore:
         out: npt.NDArray[np.float32] = table[flat]
         return out
 
-    def best(self, docs: Sequence[int], tids: Sequence[int]) -> npt.NDArray[np.float64]:
+    def best(self, docs: Sequence[int], tids: Sequence[int]) -> list[float]:
         """The best passage score of each of the folders `docs` for the query term ids
         `tids` (0 for a folder without passages or matches; passages that ask do not
-        count). One query at a time (a lookup table is shared), like everything of a
-        session."""
-        out = np.zeros(len(docs), dtype=np.float64)
+        count): a passage's score is Σ idf × tf part over its entries of those terms,
+        added in stored order. One query at a time (a lookup table is shared), like
+        everything of a session."""
         if not tids or not self._passages or not docs:
-            return out
+            return [0.0] * len(docs)
+        q = sorted(set(tids))
+        compiled = kernels.active()
+        if compiled is not None:
+            return compiled.passage_best(
+                list(docs),
+                q,
+                [self._idf(t) for t in q],
+                self._slot,
+                self._e_start,
+                self._e_end,
+                self._first,
+                self._stop,
+                self._tid,
+                self._x_at,
+                self._x_tf,
+                self._pstart,
+                self._plen,
+                self._pask,
+                self._avg_q,
+            )
+        best: list[float] = self._best_numpy(docs, q).tolist()
+        return best
+
+    def _best_numpy(self, docs: Sequence[int], q: list[int]) -> npt.NDArray[np.float64]:
+        """:meth:`best` by NumPy, for the ascending distinct term ids `q`."""
+        out = np.zeros(len(docs), dtype=np.float64)
         slot_of, e_start, e_end = self._slot, self._e_start, self._e_end
         held = len(slot_of)
         owners: list[int] = []
@@ -522,7 +542,6 @@ class PassageStore:
         idx = np.array(shifts, dtype=np.int32).repeat(lengths)
         idx += np.arange(total, dtype=np.int32)
         # query term id -> its position in `q`, through a lookup table kept at -1
-        q = sorted(set(tids))
         lut = self._lookup(q[-1] + 1)
         lut[q] = np.arange(len(q), dtype=np.int32)
         try:
@@ -548,8 +567,15 @@ class PassageStore:
         at, tf = self._exceptions(entry, x_at_v, x_tf_v)
         w = self._entry_parts(plens, at, tf) * idf[pos[hit]]
         # the matched entries come grouped by passage, the passages by folder (runs in
-        # pool order): a sum per passage, then a maximum per folder
-        group = _starts(passage)
-        run = np.array(ends).searchsorted(hit[group], side="right")
-        np.maximum.at(out, np.array(owners)[run], np.add.reduceat(w, group))
+        # pool order; a folder named twice has two runs of the same passages): a sum
+        # per passage of a run (bincount adds each group's weights in input order,
+        # from 0), then a maximum per folder
+        run = np.array(ends).searchsorted(hit, side="right")
+        lead = np.empty(hit.size, dtype=bool)
+        lead[:1] = True
+        np.not_equal(passage[1:], passage[:-1], out=lead[1:])
+        lead[1:] |= run[1:] != run[:-1]
+        number = np.cumsum(lead) - 1
+        sums = np.bincount(number, weights=w)
+        np.maximum.at(out, np.array(owners)[run[lead]], sums)
         return out

@@ -39,6 +39,7 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
+from engine.relevance import kernels
 from engine.relevance.passages import length_norms, tf_parts
 from engine.relevance.term_arrays import TermArrays
 
@@ -90,6 +91,8 @@ class Postings:
         self._missed: dict[int, int] = {}  # terms looked up without being cached
         self._table_view: _Parts | None = None
         self._slots: _Docs = np.full(0, -1, dtype=np.int32)
+        # the compiled scoring's scratch (`score_top`): zeros, documents, scores
+        self._scratch: tuple[_Doubles, _Docs, _Doubles] | None = None
 
     @property
     def docs_n(self) -> int:
@@ -485,6 +488,61 @@ class Postings:
             [v[1] * np.float64(idf) for v, (_, idf) in zip(views, terms, strict=True)]
         )
         return docs, weights
+
+    def score_top(
+        self,
+        terms: Sequence[tuple[int, float]],
+        n: int,
+        factor: _Doubles | None,
+        top_factor: float,
+        floor: float,
+        pool: int,
+        tiny: float,
+    ) -> tuple[list[int], list[float], float] | None:
+        """With the compiled loops (`engine.relevance.kernels`): the documents below `n`
+        scoring at least max(best × `floor`, `tiny`) over `terms` ((term id, idf), in
+        the order given; a score as :meth:`accumulate` makes it, times the document's
+        `factor`, whose maximum is `top_factor`), only the best `pool` of them (ties
+        included) when there are more: (documents, scores, best). None when the loops
+        are off, the tf parts are not made yet, or a tf is escaped: the caller's NumPy
+        path serves."""
+        compiled = kernels.active()
+        if (
+            compiled is None
+            or self.stale
+            or n > self._docs_n
+            or len(self._table) < _TABLED * self._docs_n
+        ):
+            return None
+        scratch = self._scratch
+        if scratch is None or scratch[0].size < n:
+            size = max(n, 1024)
+            scratch = self._scratch = (
+                np.zeros(size, dtype=np.float64),
+                np.zeros(size, dtype=np.int32),
+                np.zeros(size, dtype=np.float64),
+            )
+        dense, docs, tfs, top = self._dense, self._docs, self._tf, self._top
+        spec = [
+            (None, held, idf, top[tid])
+            if (held := dense.get(tid)) is not None
+            else (docs.raw(tid), tfs.raw(tid), idf, top[tid])
+            for tid, idf in terms
+        ]
+        return compiled.score_top(
+            spec,
+            n,
+            self._table,
+            self._lengths,
+            self._avg_q,
+            not self._big_tf,
+            factor,
+            top_factor,
+            floor,
+            pool,
+            tiny,
+            *scratch,
+        )
 
     def slots(self, n: int) -> _Docs:
         """A scratch vector over document numbers below `n`, all -1 (its user puts it

@@ -82,6 +82,15 @@ class TermArrays(Generic[_T]):
             return np.zeros(0, dtype=dtype) if part is None else part
         return np.frombuffer(item, dtype=dtype)
 
+    def raw(self, i: int) -> array[_T] | npt.NDArray[Any] | bytes:
+        """Item `i`'s values as a buffer (its array, its slice of the flat buffer, or no
+        bytes), without making its array: a compiled reader's access."""
+        item = self._items[i]
+        if item is None:
+            part = self._slice(i)
+            return b"" if part is None else part
+        return item
+
     def size(self, i: int) -> int:
         item = self._items[i]
         if item is None:

@@ -124,6 +124,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         f"sessions     {result.get('sessionsLoaded')} loaded   connections "
         f"{result.get('connections')}   in flight {result.get('inFlight')}",
         "counters     " + (", ".join(f"{k} {v}" for k, v in sorted(counters.items())) or "none"),
+        f"recall loops compiled: {result.get('kernels', '?')}",
     ]
     for client in result.get("clients") or []:
         host = client.get("host") or {}
@@ -338,6 +339,7 @@ SERVE_SETTINGS = (
     ("ROFMD_MAX_LOADED_SESSIONS", "256 (0: no cap)"),
     ("ROFMD_WATCH_CONFIG", "true"),
     ("ROFMD_DEBUG_METHODS", "false"),
+    ("ROFMD_KERNELS", "true (false: the ranked recall on its NumPy path, the same picks)"),
     ("ROFMD_PASSIVE_SCOPE", "all (channel: QQ channel sessions only; off: none, no tailer)"),
     ("ROFMD_METRICS_SOCKET", "unset (a path: GET /metrics over that Unix socket)"),
     ("ROFMD_METRICS_PORT", "0 (off; N: GET /metrics on 127.0.0.1:N)"),

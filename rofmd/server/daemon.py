@@ -23,6 +23,8 @@ import anyio
 import structlog
 from anyio.abc import SocketListener, SocketStream, TaskGroup
 
+from engine.relevance.kernels import available as kernels_available
+from engine.relevance.kernels import use_kernels
 from handlers.app import App, Paths
 from handlers.config_state import ConfigState
 from handlers.context import ConnectionState
@@ -84,6 +86,7 @@ class Daemon:
         self._shutdown: anyio.Event | None = None
         self.dispatcher: Dispatcher | None = None
         self.config = ConfigState.start(settings.config_dir, self.environ)
+        use_kernels(settings.kernels)
         self.app = App(
             self.config,
             Paths(
@@ -121,7 +124,15 @@ class Daemon:
             "queueDepths": d.queue_depths() if d else {},
             "memory": self.memory.status(),
             "tailer": self._tailer_status(),
+            "kernels": self._kernels_status(),
         }
+
+    def _kernels_status(self) -> str:
+        """Whether the ranked recall runs on its compiled loops: `on`, `off`
+        (`ROFMD_KERNELS=false`) or `not built` (the NumPy path serves)."""
+        if not kernels_available():
+            return "not built"
+        return "on" if self.settings.kernels else "off"
 
     def _tailer_status(self) -> dict[str, Any]:
         if self.tailer is not None:

@@ -53,8 +53,10 @@ def test_ping_initialize_status(daemon: DaemonProcess) -> None:
         "counters",
         "queueDepths",
         "tailer",
+        "kernels",
     ):
         assert key in status, key
+    assert status["kernels"] in ("on", "not built")
     assert status["pid"] == daemon.proc.pid
     assert status["memoryRoot"] == str(daemon.memory_root)
     assert status["config"]["generation"] == 1

@@ -19,7 +19,7 @@ import engine.relevance.postings as postings
 from engine.relevance.analyzer import search_terms, search_terms_by_line
 from engine.relevance.index import RelevanceIndex
 from engine.relevance.postings import Postings
-from tests.engine.relevance_fixtures import E
+from tests.engine.relevance_fixtures import BOTH_PATHS, E, recall_loops
 
 # a few words almost every folder holds, some in many, a long tail in few
 _COMMON = ["mina", "leo", "today", "work"]
@@ -83,6 +83,7 @@ _PARAMS = st.fixed_dictionaries(
 )
 
 
+@BOTH_PATHS
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     _corpora(),
@@ -91,6 +92,7 @@ _PARAMS = st.fixed_dictionaries(
     st.sampled_from([1, 8, 1 << 30]),
 )
 def test_pruned_ranking_is_the_exhaustive_one(
+    compiled: bool,
     corpus: tuple[dict[str, str], list[list[E]]],
     queries: list[list[str]],
     params: dict[str, Any],
@@ -98,7 +100,7 @@ def test_pruned_ranking_is_the_exhaustive_one(
 ) -> None:
     texts, history = corpus
     idx = RelevanceIndex(texts.__getitem__)
-    with eager_pruning(dense_share):
+    with recall_loops(compiled), eager_pruning(dense_share):
         for entries in history:
             idx.sync(entries)
             for words in queries:
@@ -106,6 +108,15 @@ def test_pruned_ranking_is_the_exhaustive_one(
                 assert idx.rank(terms, **params) == idx.rank(terms, exhaustive=True, **params)
 
 
+@pytest.fixture
+def numpy_path() -> Iterator[None]:
+    """The NumPy path's pruning (`engine.relevance.maxscore`), which the compiled loops
+    would take the place of."""
+    with recall_loops(False):
+        yield
+
+
+@pytest.mark.usefixtures("numpy_path")
 def test_pruning_looks_common_terms_up_and_stays_exact(monkeypatch: pytest.MonkeyPatch) -> None:
     """A corpus where the rare terms decide: the common ones are looked up, not scored
     in full, and the result is still the exhaustive one."""
@@ -140,7 +151,13 @@ def _textbook(tf: int, dl: int, avgdl: float, n: int, df: int) -> float:
     return float(part) * math.log(1 + (n - df + 0.5) / (df + 0.5))
 
 
-def test_a_tf_beyond_a_byte_scores_exactly_and_survives_renormalisation() -> None:
+@BOTH_PATHS
+def test_a_tf_beyond_a_byte_scores_exactly_and_survives_renormalisation(compiled: bool) -> None:
+    with recall_loops(compiled):
+        _a_tf_beyond_a_byte()
+
+
+def _a_tf_beyond_a_byte() -> None:
     texts = {"big": "deploy " * 300, "a": "deploy rollout", "b": "port 8080"}
     assert [len(search_terms(t)) for t in texts.values()] == [300, 2, 2]
     idx = RelevanceIndex(texts.__getitem__)
@@ -168,7 +185,15 @@ def test_a_tf_beyond_a_byte_scores_exactly_and_survives_renormalisation() -> Non
     assert idx.rank(["deploy"], limit=1, passage_weight=1.0).ids == ("big",)
 
 
-def test_postings_flushed_in_chunks_score_like_one_flush(monkeypatch: pytest.MonkeyPatch) -> None:
+@BOTH_PATHS
+def test_postings_flushed_in_chunks_score_like_one_flush(
+    monkeypatch: pytest.MonkeyPatch, compiled: bool
+) -> None:
+    with recall_loops(compiled):
+        _flushed_in_chunks(monkeypatch)
+
+
+def _flushed_in_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     texts = {f"f{i:02d}": f"{_COMMON[i % 4]} {_MID[i % 6]} {_RARE[i % 24]} mina" for i in range(60)}
     entries = [E(fid, keywords=(_RARE[i % 5],)) for i, fid in enumerate(sorted(texts))]
     whole = RelevanceIndex(texts.__getitem__)
@@ -211,8 +236,9 @@ def test_terms_by_line_are_each_lines_terms(text: str, extra: tuple[Any, ...]) -
     assert search_terms_by_line(text, extra) == expected
 
 
+@BOTH_PATHS
 def test_every_tf_part_is_the_formula_whether_tabled_cached_or_not(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, compiled: bool
 ) -> None:
     """The postings keep no tf parts: the ones of small tfs come from a table per
     document (looked up plainly for a short list), the others are computed; a query
@@ -229,6 +255,11 @@ def test_every_tf_part_is_the_formula_whether_tabled_cached_or_not(
         return _textbook(search_terms(texts[fid]).count(term), lens[fid], avgdl, n, df)
 
     # cached, and computed on every read; short lists looked up plainly, or with NumPy
+    with recall_loops(compiled):
+        _tf_parts_of(texts, textbook, monkeypatch)
+
+
+def _tf_parts_of(texts: dict[str, str], textbook: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     for budget, plain in ((postings._CACHE_MIN, 24), (0, 24), (postings._CACHE_MIN, 0), (0, 0)):
         monkeypatch.setattr(postings, "_CACHE_MIN", budget)
         monkeypatch.setattr(postings, "_PLAIN_AT", plain)

@@ -57,6 +57,21 @@ def test_one_top_level_package_holding_both_layers(wheel: Path) -> None:
     assert not any("__pycache__" in n for n in names)
 
 
+def test_the_wheel_carries_the_compiled_recall_loops_when_they_build(wheel: Path) -> None:
+    """Built by the wheel's hook (hatch_build.py) where a C compiler is, packed beside
+    the engine's relevance code, and the wheel is tagged for this platform."""
+    import shutil
+    import sysconfig
+
+    cc = str(sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(cc) is None:
+        pytest.skip("no C compiler: a pure-Python wheel")
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert f"rofmd/_engine/relevance/_kernels{suffix}" in names
+    assert "-py3-none-any" not in wheel.name
+
+
 def test_an_installed_rofmd_loads_its_own_layers_before_anyone_elses(
     wheel: Path, tmp_path: Path
 ) -> None:
@@ -74,6 +89,7 @@ def test_an_installed_rofmd_loads_its_own_layers_before_anyone_elses(
         "import rofmd.cli.main, rofmd.server.daemon\n"
         "print(engine.__file__); print(handlers.__file__); print(paths.packaged_config_path())\n"
         "print(load_config(None, {}).config.recall.mode)\n"
+        "from engine.relevance import kernels; print(kernels.available())\n"
     )
 
     def python(*args: str) -> subprocess.CompletedProcess[str]:
@@ -95,5 +111,9 @@ def test_an_installed_rofmd_loads_its_own_layers_before_anyone_elses(
     assert lines[1] == str(site / "rofmd" / "_handlers" / "__init__.py")
     assert lines[2] == str(site / "rofmd" / "_engine" / "config.json")
     assert lines[3] == "ranked"
+    compiled = any(
+        n.startswith("rofmd/_engine/relevance/_kernels") for n in zipfile.ZipFile(wheel).namelist()
+    )
+    assert lines[4] == str(compiled)  # the wheel's own compiled loops load from it
     version = python("-m", "rofmd", "--version")
     assert version.returncode == 0 and version.stdout.startswith("rofmd "), version.stderr

@@ -1,0 +1,92 @@
+"""The ranked recall's compiled inner loops (`_kernels.c`), when they were built.
+
+Why C: a ranked selection is a few dozen NumPy calls over short arrays, and at 10^4
+folders their fixed cost per call, not the arithmetic, was the time: 1.5× bm25s's query
+time where the goal is half of it, with no NumPy formulation left to try (issue 9's
+record). Two loops carry the work: the BM25F scores of every folder a question's terms
+occur in with the best of them picked (`score_top`, in place of the max-score pruning of
+`engine.relevance.maxscore`), and each picked folder's best passage (`passage_best`).
+
+They compute what the NumPy code computes, float for float (the same double operations
+in the same order, no fused multiply-add, tf parts rounded to float32): a property test
+holds every ranking to the NumPy path's. So they are optional: `make` builds them with
+the machine's C compiler (`python -m engine.relevance.build_kernels`, also run by the
+wheel's build hook); without a compiler the NumPy path serves, the same picks, slower.
+The daemon setting `ROFMD_KERNELS=false` turns them off (`use_kernels`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Protocol, cast
+
+__all__ = ["Compiled", "active", "available", "use_kernels"]
+
+
+class Compiled(Protocol):
+    """What `_kernels.c` defines (each function's comment there says what it computes)."""
+
+    def score_top(
+        self,
+        terms: list[tuple[Any, Any, float, float]],
+        n: int,
+        table: Any,
+        lengths: Any,
+        avg_q: float,
+        escapes_ok: bool,
+        factor: Any,
+        top_factor: float,
+        floor: float,
+        pool: int,
+        tiny: float,
+        acc: Any,
+        touched: Any,
+        vals: Any,
+        /,
+    ) -> tuple[list[int], list[float], float] | None: ...
+
+    def passage_best(
+        self,
+        docs: list[int],
+        q: list[int],
+        idf: list[float],
+        slot: Any,
+        e_start: Any,
+        e_end: Any,
+        first: Any,
+        stop: Any,
+        tid: Any,
+        x_at: Any,
+        x_tf: Any,
+        pstart: Any,
+        plen: Any,
+        ask: Any,
+        avg_q: float,
+        /,
+    ) -> list[float]: ...
+
+
+_compiled: Compiled | None
+try:
+    _compiled = cast(Compiled, importlib.import_module("engine.relevance._kernels"))
+except ImportError:  # not built on this machine: the NumPy path serves
+    _compiled = None
+
+_on = _compiled is not None
+
+
+def available() -> bool:
+    """Whether the compiled loops were built and load."""
+    return _compiled is not None
+
+
+def active() -> Compiled | None:
+    """The compiled loops when they are built and turned on, else None."""
+    return _compiled if _on else None
+
+
+def use_kernels(on: bool) -> bool:
+    """Turn the compiled loops on or off (process-wide); whether they are now in use."""
+    global _on
+    _on = on and _compiled is not None
+    return _on
