@@ -63,6 +63,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from engine.relevance import kernels
 from engine.relevance.analyzer import search_passages, search_terms
 from engine.relevance.entry_keys import (
     ALPHA,
@@ -798,8 +799,8 @@ class RelevanceIndex:
         (`engine.relevance.passages`) times the same α factor. Folders under
         `min_relative` × the best (mixed) score are dropped. `exhaustive` scores every
         folder instead of pruning (the same result, slower: the reference in tests).
-        With the compiled loops (`engine.relevance.kernels`) every folder a term occurs
-        in is scored, in C, instead of pruning: the same result again."""
+        With the compiled loops (`engine.relevance.kernels`) all of it but the query's
+        terms runs in C: the same result again, float for float."""
         if limit <= 0 or not self._live_docs:
             return Ranked((), ())
         query = self._query(terms)
@@ -809,35 +810,35 @@ class RelevanceIndex:
         floor = _RERANK_FLOOR if mix else min_relative
         pool = max(_RERANK_MIN, limit + _RERANK_MIN // 2) if mix else limit
         factor, top_factor = self._factor(alpha_prior, min_alpha)
-        fast = None
-        if not exhaustive:
-            fast = self._postings.score_top(
-                query, len(self._doc_ids), factor, top_factor, floor, pool, _TINY
+        if not exhaustive and kernels.active() is not None:
+            # the query's terms that live folders hold: no other term is in a live
+            # folder's passages
+            arrays, q, idf = (
+                self._passages.query_arrays([tid for tid, _ in query]) if mix else (None, [], [])
             )
-        if fast is None:
-            fast = self._best_numpy(
-                query,
-                factor,
-                top_factor,
-                floor,
-                pool,
-                exhaustive=exhaustive,
-                terms=terms,
-                alpha_prior=alpha_prior,
-                min_alpha=min_alpha,
+            finish = (self._doc_ids, arrays, q, idf, passage_weight, min_relative, limit)
+            done = self._postings.score_top(
+                query, len(self._doc_ids), factor, top_factor, floor, pool, _TINY, finish
             )
-        docs_hit, scores, best = fast
+            if done is not None:
+                return Ranked(*done)
+        docs_hit, scores, best = self._best_numpy(
+            query,
+            factor,
+            top_factor,
+            floor,
+            pool,
+            exhaustive=exhaustive,
+            terms=terms,
+            alpha_prior=alpha_prior,
+            min_alpha=min_alpha,
+        )
         if not docs_hit:
             return Ranked((), ())
         ids = self._doc_ids
         if mix:
             # a pool of a few folders: plain floats, the same operations as NumPy's
-            passage = self._passages.best(
-                docs_hit,
-                [t for t in (self._tids.get(x) for x in terms) if t is not None],
-            )
-            if factor is not None:
-                passage = [p * f for p, f in zip(passage, factor[docs_hit].tolist(), strict=True)]
+            passage = self._passages.best(docs_hit, [tid for tid, _ in query], factor)
             top = max(passage)
             keep_w = 1.0 - passage_weight
             if top > 0.0:

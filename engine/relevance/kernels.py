@@ -42,26 +42,17 @@ class Compiled(Protocol):
         acc: Any,
         touched: Any,
         vals: Any,
+        finish: tuple[Any, ...] | None = None,
         /,
-    ) -> tuple[list[int], list[float], float] | None: ...
+    ) -> Any: ...
 
     def passage_best(
         self,
         docs: list[int],
         q: list[int],
         idf: list[float],
-        slot: Any,
-        e_start: Any,
-        e_end: Any,
-        first: Any,
-        stop: Any,
-        tid: Any,
-        x_at: Any,
-        x_tf: Any,
-        pstart: Any,
-        plen: Any,
-        ask: Any,
-        avg_q: float,
+        passages: tuple[Any, ...],
+        factor: Any,
         /,
     ) -> list[float]: ...
 

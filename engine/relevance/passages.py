@@ -482,39 +482,62 @@ class PassageStore:
         out: npt.NDArray[np.float32] = table[flat]
         return out
 
-    def best(self, docs: Sequence[int], tids: Sequence[int]) -> list[float]:
+    def best(
+        self,
+        docs: Sequence[int],
+        tids: Sequence[int],
+        factor: npt.NDArray[np.float64] | None = None,
+    ) -> list[float]:
         """The best passage score of each of the folders `docs` for the query term ids
         `tids` (0 for a folder without passages or matches; passages that ask do not
-        count): a passage's score is Σ idf × tf part over its entries of those terms,
-        added in stored order. One query at a time (a lookup table is shared), like
-        everything of a session."""
+        count), times the folder's `factor` when one is given: a passage's score is
+        Σ idf × tf part over its entries of those terms, added in stored order. One
+        query at a time (a lookup table is shared), like everything of a session."""
         if not tids or not self._passages or not docs:
             return [0.0] * len(docs)
-        q = sorted(set(tids))
+        arrays, q, idf = self.query_arrays(tids)
         compiled = kernels.active()
-        if compiled is not None:
+        if compiled is not None and arrays is not None:
             return compiled.passage_best(
-                list(docs),
-                q,
-                [self._idf(t) for t in q],
-                self._slot,
-                self._e_start,
-                self._e_end,
-                self._first,
-                self._stop,
-                self._tid,
-                self._x_at,
-                self._x_tf,
-                self._pstart,
-                self._plen,
-                self._pask,
-                self._avg_q,
+                docs if type(docs) is list else list(docs), q, idf, arrays, factor
             )
-        best: list[float] = self._best_numpy(docs, q).tolist()
+        best: list[float] = self._best_numpy(docs, q, idf).tolist()
+        if factor is not None:
+            best = [p * f for p, f in zip(best, factor[list(docs)].tolist(), strict=True)]
         return best
 
-    def _best_numpy(self, docs: Sequence[int], q: list[int]) -> npt.NDArray[np.float64]:
-        """:meth:`best` by NumPy, for the ascending distinct term ids `q`."""
+    def query_arrays(
+        self, tids: Iterable[int]
+    ) -> tuple[tuple[Any, ...] | None, list[int], list[float]]:
+        """What the compiled loops (`engine.relevance.kernels`) read for a query of the
+        term ids `tids`: the store's arrays and its average passage length (None when
+        it holds no passage), the distinct ids ascending and their idfs."""
+        q = sorted(set(tids))
+        idfs = self._idfs
+        idf = [idfs[t] if t in idfs else self._idf(t) for t in q]
+        if not self._passages:
+            return None, q, idf
+        arrays = (
+            self._slot,
+            self._e_start,
+            self._e_end,
+            self._first,
+            self._stop,
+            self._tid,
+            self._x_at,
+            self._x_tf,
+            self._pstart,
+            self._plen,
+            self._pask,
+            self._avg_q,
+        )
+        return arrays, q, idf
+
+    def _best_numpy(
+        self, docs: Sequence[int], q: list[int], idf_q: list[float]
+    ) -> npt.NDArray[np.float64]:
+        """:meth:`best` by NumPy (without a factor), for the ascending distinct term ids
+        `q` and their idfs `idf_q`."""
         out = np.zeros(len(docs), dtype=np.float64)
         slot_of, e_start, e_end = self._slot, self._e_start, self._e_end
         held = len(slot_of)
@@ -562,7 +585,7 @@ class PassageStore:
             hit, entry, passage = hit[stated], entry[stated], passage[stated]
             if not hit.size:
                 return out
-        idf = np.array([self._idf(t) for t in q])
+        idf = np.array(idf_q)
         plens = plen_v[passage]
         at, tf = self._exceptions(entry, x_at_v, x_tf_v)
         w = self._entry_parts(plens, at, tf) * idf[pos[hit]]

@@ -498,14 +498,16 @@ class Postings:
         floor: float,
         pool: int,
         tiny: float,
-    ) -> tuple[list[int], list[float], float] | None:
+        finish: tuple[Any, ...] | None = None,
+    ) -> Any:
         """With the compiled loops (`engine.relevance.kernels`): the documents below `n`
         scoring at least max(best × `floor`, `tiny`) over `terms` ((term id, idf), in
         the order given; a score as :meth:`accumulate` makes it, times the document's
         `factor`, whose maximum is `top_factor`), only the best `pool` of them (ties
         included) when there are more: (documents, scores, best). None when the loops
         are off, the tf parts are not made yet, or a tf is escaped: the caller's NumPy
-        path serves."""
+        path serves. With `finish`, the rest of `RelevanceIndex.rank` too (the passage
+        rerank, the cuts, the order: `_kernels.c`'s `finish_rank`): (ids, scores)."""
         compiled = kernels.active()
         if (
             compiled is None
@@ -542,6 +544,7 @@ class Postings:
             pool,
             tiny,
             *scratch,
+            finish,
         )
 
     def slots(self, n: int) -> _Docs:

@@ -66,13 +66,15 @@ def test_best_passages_are_the_numpy_paths(data: st.DataObject) -> None:
         else:
             _passages(draw, store, doc, wide)
     store.settle()
+    factor = np.array([draw(st.sampled_from([0.0, 0.45, 1.0, 1.1])) for _ in range(docs + 3)])
     for _ in range(3):
         pool = draw(st.lists(st.integers(0, docs + 2), max_size=8))
         query = draw(st.lists(st.integers(0, 70_000 if wide else 33), min_size=1, max_size=6))
-        with recall_loops(False):
-            expected = store.best(pool, query)
-        with recall_loops(True):
-            assert store.best(pool, query) == expected
+        for f in (None, factor):
+            with recall_loops(False):
+                expected = store.best(pool, query, f)
+            with recall_loops(True):
+                assert store.best(pool, query, f) == expected
 
 
 def test_a_tf_beyond_a_byte_goes_to_the_numpy_path(compiled: Any) -> None:
@@ -122,30 +124,24 @@ def test_damaged_passage_arrays_are_refused(compiled: Any) -> None:
     store = PassageStore()
     store.add(0, [[1, 2, 3], [2, 4]])
     store.settle()
-    arrays = [
-        store._slot,
-        store._e_start,
-        store._e_end,
-        store._first,
-        store._stop,
-        store._tid,
-        store._x_at,
-        store._x_tf,
-        store._pstart,
-        store._plen,
-        store._pask,
-    ]
-    assert compiled.passage_best([0], [2], [1.0], *arrays, 2.5) != [0.0]
-    broken = list(arrays)
-    broken[2] = array("i", [99])  # a run ending past the entries
-    with pytest.raises(ValueError, match="out of range"):
-        compiled.passage_best([0], [2], [1.0], *broken, 2.5)
-    broken = list(arrays)
-    broken[9] = array("i", [])  # lengths missing
-    with pytest.raises(ValueError, match="do not fit"):
-        compiled.passage_best([0], [2], [1.0], *broken, 2.5)
+    arrays, q, idf = store.query_arrays([2])
+    assert arrays is not None and q == [2]
+    assert compiled.passage_best([0], q, idf, arrays, None) != [0.0]
+
+    def damaged(at: int, value: Any) -> tuple[Any, ...]:
+        assert arrays is not None
+        return (*arrays[:at], value, *arrays[at + 1 :])
+
+    with pytest.raises(ValueError, match="out of range"):  # a run ending past the entries
+        compiled.passage_best([0], q, idf, damaged(2, array("i", [99])), None)
+    with pytest.raises(ValueError, match="do not fit"):  # lengths missing
+        compiled.passage_best([0], q, idf, damaged(9, array("i", [])), None)
+    with pytest.raises(ValueError, match="11 arrays"):
+        compiled.passage_best([0], q, idf, arrays[:5], None)
     with pytest.raises(ValueError, match="ascending"):
-        compiled.passage_best([0], [4, 2], [1.0, 1.0], *arrays, 2.5)
+        compiled.passage_best([0], [4, 2], [1.0, 1.0], arrays, None)
+    with pytest.raises(ValueError, match="without a factor"):
+        compiled.passage_best([0, 3], q, idf, arrays, np.ones(2))
 
 
 def test_a_realistic_session_picks_the_same_folders_on_both_paths() -> None:
@@ -215,3 +211,24 @@ def test_scores_match_the_numpy_accumulation_on_dense_and_sparse_terms(compiled:
             with recall_loops(False):
                 assert got == idx.rank(q, limit=8, exhaustive=True, **kw)
             assert got.ids
+
+
+@pytest.mark.parametrize("passage_weight", [0.0, 0.5])
+def test_ties_and_folders_without_passages_rank_alike(passage_weight: float) -> None:
+    """Folders found by their keywords alone (no text: no passage to rerank by), and
+    folders of the same text (the same score: ordered by id), on both paths."""
+    texts = {f"f{i:02d}": "" if i % 3 == 0 else "tokyo budget review" for i in range(30)}
+    entries = [E(fid, keywords=("tokyo", "port") if i % 2 else ()) for i, fid in enumerate(texts)]
+    for held in (entries, [e for e in entries if e.id.endswith(("0", "3", "6", "9"))]):
+        idx = RelevanceIndex(texts.__getitem__)
+        idx.sync(held)
+        ranked = {}
+        for compiled in (True, False):
+            with recall_loops(compiled):
+                ranked[compiled] = [
+                    idx.rank(q, limit=limit, passage_weight=passage_weight, min_relative=0.1)
+                    for q in (["tokyo"], ["port"], ["budget", "port"])
+                    for limit in (1, 4, 40)
+                ]
+        assert ranked[True] == ranked[False]
+        assert any(len(r.ids) > 1 and len(set(r.scores)) < len(r.scores) for r in ranked[True])
