@@ -220,6 +220,23 @@ def check_memory_root(root: Path) -> Check:
     return Check("memory root", True, f"{root} is writable ({where})")
 
 
+def check_recall_loops(settings: DaemonSettings) -> Check:
+    """Whether the ranked recall's compiled loops are built (optional: without them the
+    NumPy path serves, the same picks, slower)."""
+    from engine.relevance import kernels
+
+    if not kernels.available():
+        return Check(
+            "recall loops",
+            True,
+            "not compiled: the ranked recall runs on its NumPy path (the same picks, slower)",
+            "install a C compiler and run `make` (or `pip install` rofmd again) to build them",
+        )
+    if not settings.kernels:
+        return Check("recall loops", True, "compiled, turned off by ROFMD_KERNELS=false")
+    return Check("recall loops", True, "compiled")
+
+
 def run_checks(
     overrides: Mapping[str, Any],
     environ: Mapping[str, str],
@@ -251,6 +268,7 @@ def run_checks(
         check_socket_dir(settings.socket_path),
         seen.check,
         check_memory_root(root),
+        check_recall_loops(settings),
     ]
     if seen.compat is not None:
         checks.append(check_compat(seen.compat))
