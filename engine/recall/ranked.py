@@ -114,15 +114,16 @@ def relevant(
             min_relative=rc.ranked.min_relative_score,
             passage_weight=rc.ranked.passage_weight,
         )
-        scored = list(zip(ranked.ids, ranked.scores, strict=True))
+        ids, scores = ranked.ids, ranked.scores
     else:
         scored = _rank_within(relevance, terms, cfg, limit, query.allowed)
-    if scored:
+        ids, scores = tuple(f for f, _ in scored), tuple(s for _, s in scored)
+    if ids:
         by_id = index.by_id
-        kept = [(f, s) for f, s in scored if f in by_id]
-        return Relevant(
-            tuple(f for f, _ in kept), tuple(s for _, s in kept), RANKED_LANE, len(terms)
-        )
+        if not all(map(by_id.__contains__, ids)):  # a folder the keyword index lacks
+            kept = [(f, s) for f, s in zip(ids, scores, strict=True) if f in by_id]
+            ids, scores = tuple(f for f, _ in kept), tuple(s for _, s in kept)
+        return Relevant(ids, scores, RANKED_LANE, len(terms))
     folders = index.folders
     pool = sorted(
         matches().candidates,

@@ -633,10 +633,14 @@ static PyObject *score_top(PyObject *self, PyObject *args) {
 
     /* terms in full while a document none of them holds could still reach the mark */
     Py_ssize_t j = 0;
+    double most = 0.0; /* the best partial score so far: the mark is at most that */
     for (; j < n_terms; j++) {
-        if (j && top_factor * rest[j] * SUM_SLACK < (mark = lower_mark(a, fv, hit, m, floor_share,
-                                                                     tiny, pool, heap)))
-            break;
+        if (j) {
+            double could = top_factor * rest[j] * SUM_SLACK;
+            if ((could < most || could < tiny) &&
+                could < (mark = lower_mark(a, fv, hit, m, floor_share, tiny, pool, heap)))
+                break;
+        }
         const Term *q = &qt[j];
         const uint8_t *tf = (const uint8_t *)q->tf.view.buf;
         const int32_t *dv = q->docs.held ? (const int32_t *)q->docs.view.buf : NULL;
@@ -675,6 +679,8 @@ static PyObject *score_top(PyObject *self, PyObject *args) {
                 hit[m++] = (int32_t)d;
             }
             a[d] += part * q->idf;
+            double v = fv ? a[d] * fv[d] : a[d];
+            if (v > most) most = v;
         }
     }
     /* the other terms, for the documents found, dropping those that cannot make it:
