@@ -20,6 +20,7 @@ from bench.recall import run_recall_bench
 from bench.restart import run_restart
 from bench.rss import breakdown, run_rss
 from bench.status import run_status
+from engine.relevance.kernels import use_kernels
 from tests.e2e.harness import running_daemon
 
 _PARTS = ("ping", "archive", "recall", "ranked", "judge", "status", "inbox", "rss", "restart")
@@ -49,7 +50,15 @@ def main(argv: list[str] | None = None) -> int:
         type=lambda s: tuple(int(x) for x in s.split(",")),
         help="folder counts of the recall and ranked parts, comma-separated",
     )
+    parser.add_argument(
+        "--numpy",
+        action="store_true",
+        help="the ranked part on the NumPy path, without the compiled recall loops (the"
+        " daemons the other parts start use them when built)",
+    )
     args = parser.parse_args(argv)
+    if args.numpy:
+        use_kernels(False)
     parts = set(args.only or _PARTS)
     scale = 10 if args.quick else 1
     results: dict[str, Any] = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
