@@ -253,8 +253,11 @@ def test_cli_status_reload_and_doctor() -> None:
             "daemon",
             "memory root",
             "QQ compat",  # from the daemon's status: off here (no QQ plugin in its profile)
+            "recall loops",
         ]
-        assert report["checks"][-1]["ok"] and "off" in report["checks"][-1]["detail"]
+        compat = report["checks"][-2]
+        assert compat["ok"] and "off" in compat["detail"]
+        assert report["checks"][-1]["ok"]
     # the daemon is gone now: doctor and status fail with a hint
     out = d.cli("doctor", *d.path_args())
     assert out.returncode == 1
