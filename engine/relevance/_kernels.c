@@ -152,16 +152,23 @@ static void passages_close(Passages *p) {
     for (int i = 0; i < N_ARRAYS; i++) drop_buf(&p->bufs[i]);
 }
 
-/* Opens the arrays `objs` (in the enum's order); -1 with an error set when they do not
-   fit together (the caller closes either way). */
-static int passages_open(Passages *p, PyObject *const *objs, double avg_q) {
+/* Opens `arrays`, a tuple of the arrays (in the enum's order) and the average passage
+   length (`PassageStore.query_arrays`); -1 with an error set when they do not fit
+   together (the caller closes either way). */
+static int passages_open(Passages *p, PyObject *arrays) {
     static const Py_ssize_t sizes[N_ARRAYS] = {4, 4, 4, 4, 4, 0, 4, 4, 4, 4, 1};
     static const char *names[N_ARRAYS] = {"slot", "e_start", "e_end", "first", "stop", "tid",
                                           "x_at", "x_tf", "pstart", "plen", "ask"};
     memset(p, 0, sizeof *p);
-    p->avg_q = avg_q;
+    if (!PyTuple_Check(arrays) || PyTuple_GET_SIZE(arrays) != N_ARRAYS + 1) {
+        PyErr_SetString(PyExc_ValueError, "passages: 11 arrays and the average length");
+        return -1;
+    }
+    p->avg_q = PyFloat_AsDouble(PyTuple_GET_ITEM(arrays, N_ARRAYS));
+    if (p->avg_q == -1.0 && PyErr_Occurred()) return -1;
     for (int i = 0; i < N_ARRAYS; i++)
-        if (get_buf(objs[i], &p->bufs[i], sizes[i], names[i]) < 0) return -1;
+        if (get_buf(PyTuple_GET_ITEM(arrays, i), &p->bufs[i], sizes[i], names[i]) < 0)
+            return -1;
     p->tid_size = p->bufs[TID].view.itemsize;
     if ((p->tid_size != 2 && p->tid_size != 4) || p->bufs[TID].view.len % p->tid_size) {
         PyErr_SetString(PyExc_ValueError, "term ids are 2 or 4 bytes");
@@ -308,14 +315,7 @@ static int passages_best(const Passages *p, const PQuery *q, const Py_ssize_t *d
                 for (Py_ssize_t e = from; e < to; e++) {
                     int32_t t = p->tid_size == 2 ? (int32_t)p->tid16[e] : p->tid32[e];
                     if (!((q->filter[(t >> 6) & 63] >> (t & 63)) & 1)) continue;
-                    Py_ssize_t lo = 0, hi = q->n;
-                    while (lo < hi) {
-                        Py_ssize_t mid = lo + (hi - lo) / 2;
-                        if (q->ids[mid] < t)
-                            lo = mid + 1;
-                        else
-                            hi = mid;
-                    }
+                    Py_ssize_t lo = lower_bound(q->ids, q->n, t);
                     if (lo == q->n || q->ids[lo] != t) continue;
                     while (x < n_x && x_at[x] < e) x++;
                     double tf = (x < n_x && x_at[x] == e) ? (double)x_tf[x] : 1.0;
@@ -331,6 +331,30 @@ static int passages_best(const Passages *p, const PQuery *q, const Py_ssize_t *d
 bad:
     PyErr_SetString(PyExc_ValueError, "passage arrays out of range");
     return -1;
+}
+
+/* The tf part of a posting of tf byte `f` (not 0) in document d: from the document's
+   table row below `TABLED`, computed above it; -1 for an escaped tf (255, the real one
+   kept apart) unless `escapes_ok` (none is kept apart: 255 is the tf). */
+static inline double posting_part(unsigned int f, Py_ssize_t d, const float *tab,
+                                  const int64_t *lens, double avg_q, int escapes_ok) {
+    if (f < TABLED) return (double)tab[d * TABLED + f];
+    if (f == TF_ESCAPE && !escapes_ok) return -1.0;
+    return (double)tf_part((double)f, (double)lens[d], avg_q);
+}
+
+/* Keeps, in place and in order, the documents of `hit[0..count)` whose `val` is at
+   least `mark`; how many. */
+static Py_ssize_t keep_from(int32_t *hit, double *val, Py_ssize_t count, double mark) {
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (val[i] >= mark) {
+            hit[kept] = hit[i];
+            val[kept] = val[i];
+            kept++;
+        }
+    }
+    return kept;
 }
 
 /* A term of the query: its postings and what it adds at most. */
@@ -370,14 +394,7 @@ static inline Py_ssize_t gallop(const int32_t *v, Py_ssize_t len, Py_ssize_t fro
         step <<= 1;
     }
     if (hi > len) hi = len;
-    while (lo < hi) {
-        Py_ssize_t mid = lo + (hi - lo) / 2;
-        if (v[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return lo + lower_bound(v + lo, hi - lo, x);
 }
 
 /* Whether folder i goes before folder j: the higher score first, ties by folder id
@@ -461,14 +478,7 @@ static PyObject *finish_rank(PyObject *finish, int32_t *doc, double *val, Py_ssi
         if (passages_o == Py_None) { /* a store without passages: none scores */
             memset(passage, 0, sizeof(double) * (size_t)kept);
         } else {
-            if (!PyTuple_Check(passages_o) || PyTuple_GET_SIZE(passages_o) != N_ARRAYS + 1) {
-                PyErr_SetString(PyExc_ValueError, "passages: 11 arrays and the average length");
-                goto done;
-            }
-            double avg_q = PyFloat_AsDouble(PyTuple_GET_ITEM(passages_o, N_ARRAYS));
-            if (PyErr_Occurred()) goto done;
-            if (passages_open(&ps, &PyTuple_GET_ITEM(passages_o, 0), avg_q) < 0 ||
-                pquery_open(&pq, q_o, q_idf_o) < 0)
+            if (passages_open(&ps, passages_o) < 0 || pquery_open(&pq, q_o, q_idf_o) < 0)
                 goto done;
             if (passages_best(&ps, &pq, docs_p, kept, fv, fv ? n : 0, slots, passage) < 0)
                 goto done;
@@ -531,7 +541,7 @@ done:
 }
 
 /* score_top(terms, n, table, lengths, avg_q, escapes_ok, factor, top_factor, floor,
-             pool, tiny, acc, touched, vals[, finish])
+             pool, tiny, acc, touched, vals, finish)
 
    terms: a list of (docs or None, tf bytes, idf, top) in the query's canonical order
    (rarest first): the int32 documents (ascending) and tf bytes of a sparse term, or
@@ -541,29 +551,26 @@ done:
    top_factor its maximum.
 
    A document's score is Σ idf × tf part over the terms it holds, added in the terms'
-   order from 0, times its factor (`RelevanceIndex.scores`). Returns the documents
-   scoring at least max(best × floor, tiny) and, when there are more than `pool`, only
-   those at least the pool-th best score (ties included), as (docs, scores, best); or
-   None when a tf is escaped and `escapes_ok` is false (the caller's NumPy path looks it
-   up).
+   order from 0, times its factor (`RelevanceIndex.scores`). The documents scoring at
+   least max(best × floor, tiny) and, when there are more than `pool`, only those at
+   least the pool-th best score (ties included), go to `finish_rank` with `finish`,
+   whose (ids, scores) are returned; or None when a tf is escaped and `escapes_ok` is
+   false (the caller's NumPy path looks it up).
 
    Max-score, as `engine.relevance.maxscore` does it: terms are scored in full, rarest
    first, while a document holding none of them could still reach the mark the
    documents found so far set; the other terms are then looked up for the documents
    found only, each dropped once its partial score plus what the terms left add at most
    cannot reach the mark. Every document kept carries its exact score, so the result
-   is the exhaustive one.
-
-   With `finish` (see `finish_rank`), the ranking `RelevanceIndex.rank` makes of them
-   instead: (ids, scores). */
+   is the exhaustive one. */
 static PyObject *score_top(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *terms, *table_o, *lengths_o, *factor_o, *acc_o, *touched_o, *vals_o;
     Py_ssize_t n, pool;
     double avg_q, top_factor, floor_share, tiny;
     int escapes_ok;
-    PyObject *finish = Py_None;
-    if (!PyArg_ParseTuple(args, "O!nOOdpOddndOOO|O", &PyList_Type, &terms, &n, &table_o,
+    PyObject *finish;
+    if (!PyArg_ParseTuple(args, "O!nOOdpOddndOOOO", &PyList_Type, &terms, &n, &table_o,
                           &lengths_o, &avg_q, &escapes_ok, &factor_o, &top_factor,
                           &floor_share, &pool, &tiny, &acc_o, &touched_o, &vals_o, &finish))
         return NULL;
@@ -662,14 +669,10 @@ static PyObject *score_top(PyObject *self, PyObject *args) {
                 PyErr_SetString(PyExc_ValueError, "a posting outside the documents");
                 goto done;
             }
-            double part;
-            if (f < TABLED) {
-                part = (double)tab[d * TABLED + f];
-            } else if (f == TF_ESCAPE && !escapes_ok) {
+            double part = posting_part(f, d, tab, lens, avg_q, escapes_ok);
+            if (part < 0.0) {
                 escaped = 1;
                 goto done;
-            } else {
-                part = (double)tf_part((double)f, (double)lens[d], avg_q);
             }
             if (a[d] == 0.0) {
                 if (m >= n || part <= 0.0) { /* only a weight of 0 brings one twice */
@@ -746,15 +749,10 @@ static PyObject *score_top(PyObject *self, PyObject *args) {
                     tfv = tf[p];
                 }
                 if (!tfv) continue;
-                double part;
-                if (tfv < TABLED) {
-                    part = (double)tab[d * TABLED + tfv];
-                } else if (tfv == TF_ESCAPE && !escapes_ok) {
-                    /* every folder found is still among hit[0..m): cleared in `done` */
+                double part = posting_part(tfv, d, tab, lens, avg_q, escapes_ok);
+                if (part < 0.0) { /* every folder found is still among hit[0..m): cleared */
                     escaped = 1;
                     goto done;
-                } else {
-                    part = (double)tf_part((double)tfv, (double)lens[d], avg_q);
                 }
                 sum += part * q->idf;
             }
@@ -785,52 +783,14 @@ static PyObject *score_top(PyObject *self, PyObject *args) {
     m = 0; /* cleared */
     double cut = best * floor_share;
     if (cut < tiny) cut = tiny;
-    Py_ssize_t kept = 0;
-    for (Py_ssize_t i = 0; i < found; i++) {
-        if (val[i] >= cut) {
-            hit[kept] = hit[i];
-            val[kept] = val[i];
-            kept++;
-        }
-    }
+    Py_ssize_t kept = keep_from(hit, val, found, cut);
     if (kept > pool) {
         Py_ssize_t size = 0;
         for (Py_ssize_t i = 0; i < kept; i++) heap_push(heap, &size, pool, val[i]);
-        double kth = heap[0];
-        Py_ssize_t w = 0;
-        for (Py_ssize_t i = 0; i < kept; i++) {
-            if (val[i] >= kth) {
-                hit[w] = hit[i];
-                val[w] = val[i];
-                w++;
-            }
-        }
-        kept = w;
+        kept = keep_from(hit, val, kept, heap[0]);
     }
     if (best <= 0.0) kept = 0;
-    if (finish != Py_None) {
-        result = finish_rank(finish, hit, val, kept, best, fv, n, tiny);
-        goto done;
-    }
-    PyObject *out_docs = PyList_New(kept), *out_scores = PyList_New(kept);
-    if (!out_docs || !out_scores) {
-        Py_XDECREF(out_docs);
-        Py_XDECREF(out_scores);
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < kept; i++) {
-        PyObject *d = PyLong_FromLong(hit[i]), *sc = PyFloat_FromDouble(val[i]);
-        if (!d || !sc) {
-            Py_XDECREF(d);
-            Py_XDECREF(sc);
-            Py_DECREF(out_docs);
-            Py_DECREF(out_scores);
-            goto done;
-        }
-        PyList_SET_ITEM(out_docs, i, d);
-        PyList_SET_ITEM(out_scores, i, sc);
-    }
-    result = Py_BuildValue("(NNd)", out_docs, out_scores, best);
+    result = finish_rank(finish, hit, val, kept, best, fv, n, tiny);
 
 done:
     if (escaped && !PyErr_Occurred()) {
@@ -867,8 +827,8 @@ done:
 static PyObject *passage_best(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *docs, *q, *idf_o, *passages_o, *factor_o;
-    if (!PyArg_ParseTuple(args, "O!OOO!O", &PyList_Type, &docs, &q, &idf_o, &PyTuple_Type,
-                          &passages_o, &factor_o))
+    if (!PyArg_ParseTuple(args, "O!OOOO", &PyList_Type, &docs, &q, &idf_o, &passages_o,
+                          &factor_o))
         return NULL;
     Passages ps;
     PQuery pq;
@@ -884,15 +844,7 @@ static PyObject *passage_best(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    if (PyTuple_GET_SIZE(passages_o) != N_ARRAYS + 1) {
-        PyErr_SetString(PyExc_ValueError, "passages: 11 arrays and the average length");
-        goto done;
-    }
-    double avg_q = PyFloat_AsDouble(PyTuple_GET_ITEM(passages_o, N_ARRAYS));
-    if (PyErr_Occurred()) goto done;
-    if (passages_open(&ps, &PyTuple_GET_ITEM(passages_o, 0), avg_q) < 0 ||
-        pquery_open(&pq, q, idf_o) < 0)
-        goto done;
+    if (passages_open(&ps, passages_o) < 0 || pquery_open(&pq, q, idf_o) < 0) goto done;
     if (factor_o != Py_None && get_buf(factor_o, &factor, sizeof(double), "factor") < 0)
         goto done;
     for (Py_ssize_t k = 0; k < nd; k++) {

@@ -42,9 +42,9 @@ class Compiled(Protocol):
         acc: Any,
         touched: Any,
         vals: Any,
-        finish: tuple[Any, ...] | None = None,
+        finish: tuple[Any, ...],
         /,
-    ) -> Any: ...
+    ) -> tuple[tuple[str, ...], tuple[float, ...]] | None: ...
 
     def passage_best(
         self,

@@ -498,16 +498,16 @@ class Postings:
         floor: float,
         pool: int,
         tiny: float,
-        finish: tuple[Any, ...] | None = None,
-    ) -> Any:
-        """With the compiled loops (`engine.relevance.kernels`): the documents below `n`
-        scoring at least max(best × `floor`, `tiny`) over `terms` ((term id, idf), in
-        the order given; a score as :meth:`accumulate` makes it, times the document's
-        `factor`, whose maximum is `top_factor`), only the best `pool` of them (ties
-        included) when there are more: (documents, scores, best). None when the loops
-        are off, the tf parts are not made yet, or a tf is escaped: the caller's NumPy
-        path serves. With `finish`, the rest of `RelevanceIndex.rank` too (the passage
-        rerank, the cuts, the order: `_kernels.c`'s `finish_rank`): (ids, scores)."""
+        finish: tuple[Any, ...],
+    ) -> tuple[tuple[str, ...], tuple[float, ...]] | None:
+        """With the compiled loops (`engine.relevance.kernels`), `RelevanceIndex.rank`:
+        the documents below `n` scoring at least max(best × `floor`, `tiny`) over
+        `terms` ((term id, idf), in the order given; a score as :meth:`accumulate` makes
+        it, times the document's `factor`, whose maximum is `top_factor`), only the best
+        `pool` of them (ties included) when there are more, then what `finish` says
+        (the passage rerank, the cuts, the order: `_kernels.c`'s `finish_rank`): (ids,
+        scores). None when the loops are off, the tf parts are not made yet, or a tf is
+        escaped: the caller's NumPy path serves."""
         compiled = kernels.active()
         if (
             compiled is None

@@ -84,7 +84,8 @@ def test_a_tf_beyond_a_byte_goes_to_the_numpy_path(compiled: Any) -> None:
     idx = RelevanceIndex(texts.__getitem__)
     idx.sync([E("big"), E("a"), E("b")])
     query = idx._query(["deploy"])
-    assert idx._postings.score_top(query, 3, None, 1.0, 0.1, 10, 1e-300) is None
+    finish: tuple[Any, ...] = (idx._doc_ids, None, [], [], 0.0, 0.0, 10)
+    assert idx._postings.score_top(query, 3, None, 1.0, 0.1, 10, 1e-300, finish) is None
     ranked = idx.rank(["deploy"], limit=3, passage_weight=0.5)
     with recall_loops(False):
         assert ranked == idx.rank(["deploy"], limit=3, passage_weight=0.5)
@@ -109,15 +110,21 @@ def test_the_scratch_is_left_as_it_was_found(compiled: Any) -> None:
     lengths = array("q", [3] * n)
     good = (array("i", [1, 2, 3]), bytes([1, 1, 1]), 1.0, 1.0)
     bad = (array("i", [4, n + 7]), bytes([1, 1]), 1.0, 1.0)
+    finish: tuple[Any, ...] = (idx._doc_ids, None, [], [], 0.0, 0.0, 5)
+    args = (acc, touched, vals, finish)
     with pytest.raises(ValueError, match="outside the documents"):
         compiled.score_top(
-            [good, bad], n, table, lengths, 8.0, True, None, 1.0, 0.1, 5, 1e-300, acc, touched, vals
+            [good, bad], n, table, lengths, 8.0, True, None, 1.0, 0.1, 5, 1e-300, *args
         )
     assert not acc.any()
     with pytest.raises(ValueError, match="shorter than the documents"):
         compiled.score_top(
-            [good], n + 1, table, lengths, 8.0, True, None, 1.0, 0.1, 5, 1e-300, acc, touched, vals
+            [good], n + 1, table, lengths, 8.0, True, None, 1.0, 0.1, 5, 1e-300, *args
         )
+    ids, scores = compiled.score_top(
+        [good], n, table, lengths, 8.0, True, None, 1.0, 0.1, 5, 1e-300, *args
+    )
+    assert len(ids) == 3 and scores[0] > 0 and not acc.any()
 
 
 def test_damaged_passage_arrays_are_refused(compiled: Any) -> None:
