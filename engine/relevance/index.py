@@ -754,10 +754,11 @@ class RelevanceIndex:
         alpha_prior: float,
         min_alpha: float,
     ) -> tuple[list[int], list[float], float]:
-        """What `Postings.score_top` picks, by NumPy: the folders scoring at least
-        max(best × `floor`, tiny), the best `pool` of them (ties included) when there
-        are more, their scores and the best ((), (), 0 when none scores); pruned
-        (`engine.relevance.maxscore`) unless `exhaustive`."""
+        """The folders a ranking reranks and orders, by NumPy (`Postings.score_top`
+        picks the same ones in C): those scoring at least max(best × `floor`, tiny),
+        the best `pool` of them (ties included) when there are more, their scores and
+        the best ((), (), 0 when none scores); pruned (`engine.relevance.maxscore`)
+        unless `exhaustive`."""
         docs: npt.NDArray[Any]
         if exhaustive:
             acc = self.scores(terms, alpha_prior=alpha_prior, min_alpha=min_alpha)
