@@ -3,16 +3,17 @@
 Why C: a ranked selection is a few dozen NumPy calls over short arrays, and at 10^4
 folders their fixed cost per call, not the arithmetic, was the time: 1.5× bm25s's query
 time where the goal is half of it, with no NumPy formulation left to try (issue 9's
-record). Two loops carry the work: the BM25F scores of every folder a question's terms
-occur in with the best of them picked (`score_top`, in place of the max-score pruning of
-`engine.relevance.maxscore`), and each picked folder's best passage (`passage_best`).
+record). `score_top` makes a whole `RelevanceIndex.rank` once the query's terms are
+known: the BM25F scores with max-score pruning (in place of `engine.relevance.maxscore`),
+the best-passage rerank, the cuts and the order. `passage_best` is the rerank alone
+(`PassageStore.best`).
 
 They compute what the NumPy code computes, float for float (the same double operations
-in the same order, no fused multiply-add, tf parts rounded to float32): a property test
-holds every ranking to the NumPy path's. So they are optional: `make` builds them with
-the machine's C compiler (`python -m engine.relevance.build_kernels`, also run by the
-wheel's build hook); without a compiler the NumPy path serves, the same picks, slower.
-The daemon setting `ROFMD_KERNELS=false` turns them off (`use_kernels`).
+in the same order, no fused multiply-add, tf parts rounded to float32): property tests
+hold every ranking to the NumPy path's. So they are optional: `make` builds them with
+the machine's C compiler (`python hatch_build.py`, also the wheel's build hook); without
+a compiler the NumPy path serves, the same picks, slower. The daemon setting
+`ROFMD_KERNELS=false` turns them off (`use_kernels`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import importlib
 from typing import Any, Protocol, cast
 
-__all__ = ["Compiled", "active", "available", "use_kernels"]
+__all__ = ["Compiled", "active", "available", "state", "use_kernels"]
 
 
 class Compiled(Protocol):
@@ -74,6 +75,14 @@ def available() -> bool:
 def active() -> Compiled | None:
     """The compiled loops when they are built and turned on, else None."""
     return _compiled if _on else None
+
+
+def state(wanted: bool) -> str:
+    """What `ROFMD_KERNELS` = `wanted` gives: `on`, `off` or `not built` (the NumPy path
+    serves either way but the first): what `status` and `rofmd doctor` say."""
+    if not available():
+        return "not built"
+    return "on" if wanted else "off"
 
 
 def use_kernels(on: bool) -> bool:

@@ -225,14 +225,15 @@ def check_recall_loops(settings: DaemonSettings) -> Check:
     NumPy path serves, the same picks, slower)."""
     from engine.relevance import kernels
 
-    if not kernels.available():
+    state = kernels.state(settings.kernels)
+    if state == "not built":
         return Check(
             "recall loops",
             True,
             "not compiled: the ranked recall runs on its NumPy path (the same picks, slower)",
             "install a C compiler and run `make` (or `pip install` rofmd again) to build them",
         )
-    if not settings.kernels:
+    if state == "off":
         return Check("recall loops", True, "compiled, turned off by ROFMD_KERNELS=false")
     return Check("recall loops", True, "compiled")
 

@@ -23,7 +23,7 @@ import anyio
 import structlog
 from anyio.abc import SocketListener, SocketStream, TaskGroup
 
-from engine.relevance.kernels import available as kernels_available
+from engine.relevance.kernels import state as kernels_state
 from engine.relevance.kernels import use_kernels
 from handlers.app import App, Paths
 from handlers.config_state import ConfigState
@@ -124,15 +124,8 @@ class Daemon:
             "queueDepths": d.queue_depths() if d else {},
             "memory": self.memory.status(),
             "tailer": self._tailer_status(),
-            "kernels": self._kernels_status(),
+            "kernels": kernels_state(self.settings.kernels),
         }
-
-    def _kernels_status(self) -> str:
-        """Whether the ranked recall runs on its compiled loops: `on`, `off`
-        (`ROFMD_KERNELS=false`) or `not built` (the NumPy path serves)."""
-        if not kernels_available():
-            return "not built"
-        return "on" if self.settings.kernels else "off"
 
     def _tailer_status(self) -> dict[str, Any]:
         if self.tailer is not None:
