@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import structlog
 
+from engine.concurrent_io import together
 from engine.config import MemoryConfig
 from engine.content import message_text
 from engine.recall import RecallState, RoundOutcome, analyze_query, run_round
@@ -188,9 +189,11 @@ async def _recall(
         )
         note_round(state, outcome)
         rs.remember_message(message_id)
-        rs.save()
-        if outcome.ran:  # the round's two records, in one durable write
-            state.store.append_stats(outcome.recall_record, outcome.block_record)
+        if outcome.ran:  # the state and the round's two records, durable together
+            records = (outcome.recall_record, outcome.block_record)
+            together(rs.save, lambda: state.store.append_stats(*records))
+        else:
+            rs.save()
         return outcome
 
     with ctx.commit_guard():

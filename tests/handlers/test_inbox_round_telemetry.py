@@ -1,19 +1,22 @@
 """A recall round's telemetry: its `recall` and `recall-block` records reach
 `stats.jsonl` in one durable write (one append, one fsync) before the answer, as the
-same lines two appends would have written."""
+same lines two appends would have written; that append and the recall state's are in
+flight at once (`engine.concurrent_io.together`)."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
-from engine.jsonio import append_jsonl
+from engine.jsonio import FsOps, append_jsonl
+from engine.recall.state_log import log_path
 from engine.store import open_session
 from engine.store.stats import append_stats, read_jsonl
-from tests.appends_fixtures import noting_appends
+from tests.appends_fixtures import noting_appends, using_fs
 from tests.engine.recall_fixtures import BASE_MS
 from tests.handlers.inbox_fixtures import session_with_folders, user_message
 from tests.rofmd.eviction_harness import core
@@ -83,3 +86,39 @@ async def test_a_round_writes_its_two_records_in_one_durable_append(tmp_path: Pa
         written = [r for r in read_jsonl(stats) if r["type"] in ("recall", "recall-block")]
         assert [r["type"] for r in written] == ["recall", "recall-block"] * rounds
         assert [r["round"] for r in written[::2]] == [1, 2, 3]
+
+
+class _Meeting(FsOps):
+    """Appends to the paths in `meet` wait for each other: one after the other, the
+    first would wait in vain (and the round would fail)."""
+
+    def __init__(self, meet: set[Path]) -> None:
+        self.meet = meet
+        self.barrier = threading.Barrier(len(meet), timeout=5.0)
+        self.met: list[Path] = []
+
+    def append_sync(self, path: Path, data: bytes) -> None:
+        if path in self.meet:
+            self.barrier.wait()
+            self.met.append(path)
+        super().append_sync(path, data)
+
+
+async def test_the_state_and_the_telemetry_of_a_round_are_written_at_once(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "mem"
+    async with core(root) as c:
+        store = await session_with_folders(c, SID, 4)
+        # the first save of the state is its snapshot; from the second on, a log line
+        await c.call("agent/inbox/inserted", _ask("星港项目怎么样了", "m0", BASE_MS + 10**7))
+        log = log_path(store.paths.recall_state)
+        with using_fs(_Meeting({store.paths.stats, log})) as fs:
+            answer = await c.call(
+                "agent/inbox/inserted", _ask("星港项目 词2", "m1", BASE_MS + 10**7 + 1)
+            )
+        assert "recalled" in answer, answer
+        assert sorted(map(str, fs.met)) == sorted(map(str, [store.paths.stats, log]))
+        rounds = [r["round"] for r in read_jsonl(store.paths.stats) if r["type"] == "recall"]
+        assert rounds == [1, 2]
+        assert b"m1" in log.read_bytes()

@@ -1,0 +1,60 @@
+"""Durable writes issued together: two fsyncs that wait for one journal commit.
+
+Why: a recall round ends with two durable appends to two files (the recall state's log,
+the telemetry) that do not depend on each other. One fsync after the other is two
+journal commits; issued at once, the filesystem commits both in one (a warm recall round
+at 10⁴ folders: 6.0 → 5.1 ms here).
+
+The pool is its own, apart from `engine.jsonio`'s fsync threads: what runs here may
+itself wait on those (an atomic write), and a pool never waits on itself.
+
+Measured and not kept: reading a round's picks ahead in worker threads (their files
+asked of the disk at once). Warm, the threads' turns at the interpreter lock cost a warm
+round 0.8 ms; cold, it gained nothing measurable.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["together"]
+
+_THREADS = 4
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _writers() -> concurrent.futures.ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=_THREADS, thread_name_prefix="rofmd-write"
+            )
+        return _pool
+
+
+def together(first: Callable[[], Any], *others: Callable[[], Any]) -> None:
+    """Run ``first`` in this thread and each of ``others`` in a worker thread, all at
+    once, and return when every one has ended; the first failure (in argument order)
+    is raised then, so nothing is still writing when the caller hears of it.
+
+    For writes that must all be durable at the same point and do not depend on each
+    other: their fsyncs wait for one journal commit instead of one each. Which of them
+    reaches the disk first is not said."""
+    futures = [_writers().submit(call) for call in others]
+    error: BaseException | None = None
+    try:
+        first()
+    except BaseException as exc:  # noqa: BLE001 - raised once the others ended
+        error = exc
+    concurrent.futures.wait(futures)
+    if error is not None:
+        raise error
+    for future in futures:
+        failed = future.exception()
+        if failed is not None:
+            raise failed
