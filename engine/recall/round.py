@@ -44,7 +44,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.archive.tokens import estimate_text_tokens
 from engine.config import MemoryConfig, fingerprint
 from engine.config.fingerprint import canonical_json
 from engine.recall.assistant_said import current_request
@@ -341,7 +340,7 @@ def trim_ranked(
     if context_window and context_window > 0 and rc.max_window_percent > 0:
         max_tokens = int(context_window * rc.max_window_percent / 100)
     chars = sum(a.chars for a in adds)
-    tokens = {a.id: estimate_text_tokens(a.text) for a in adds} if max_tokens else {}
+    tokens = {a.id: a.tokens for a in adds} if max_tokens else {}
     total_tokens = sum(tokens.values())
 
     def over() -> bool:
@@ -600,7 +599,7 @@ def run_round(
         "roundBudgetChars": chars,
         "added": [added_record(p, a) for p, a in loaded],
         "addedChars": sum(a.chars for _, a in kept),
-        "addedTokens": sum(estimate_text_tokens(a.text) for _, a in kept),
+        "addedTokens": sum(a.tokens for _, a in kept),
         "contextWindow": context_window or None,
         **hr_fields,
         "clauses": max(1, len(clauses)),

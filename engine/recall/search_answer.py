@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine import texts
-from engine.archive.tokens import estimate_text_tokens
 from engine.config import MemoryConfig
 from engine.recall.browse import BROWSE_MODE
 from engine.recall.constraint import Constraint
@@ -275,7 +274,7 @@ def search_record(
         "assistantInfo": (page.assistant or None) if page is not None else None,
         "added": [added_record(p, a) for p, a in entries],
         "addedChars": sum(a.chars for _, a in entries),
-        "addedTokens": sum(estimate_text_tokens(a.text) for _, a in entries),
+        "addedTokens": sum(a.tokens for _, a in entries),
         **{
             k: v
             for c in (page.constraints if page is not None else ())

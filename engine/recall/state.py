@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import jsonio
+from engine.archive.tokens import estimate_text_tokens
 from engine.jsonio import (
     CorruptJSONError,
     append_jsonl,
@@ -133,6 +134,8 @@ class Addition:
     _entry: tuple[tuple[Any, ...], str] | None = field(
         default=None, init=False, repr=False, compare=False
     )
+    # the tokens of the last entry text counted (every round counts the whole block's)
+    _tokens: tuple[str, int] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def created_at(self) -> str:
@@ -165,6 +168,19 @@ class Addition:
     @property
     def chars(self) -> int:
         return len(self.text)
+
+    @property
+    def tokens(self) -> int:
+        """`estimate_text_tokens` of its entry text, counted once per text: a round with
+        a context window counts every memory of the block, and the count is a regex
+        pass over the text."""
+        text = self.text
+        counted = self._tokens
+        if counted is not None and counted[0] is text:
+            return counted[1]
+        tokens = estimate_text_tokens(text)
+        self._tokens = (text, tokens)
+        return tokens
 
     def to_json(self) -> dict[str, Any]:
         return {
