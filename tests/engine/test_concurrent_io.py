@@ -66,9 +66,9 @@ def test_the_first_failure_in_argument_order_wins() -> None:
     def fails(message: str) -> None:
         raise ValueError(message)
 
-    with pytest.raises(ValueError, match="^one$"):
+    with pytest.raises(ValueError, match=r"^one$"):
         together(lambda: fails("one"), lambda: fails("two"))
-    with pytest.raises(ValueError, match="^two$"):
+    with pytest.raises(ValueError, match=r"^two$"):
         together(lambda: None, lambda: fails("two"), lambda: fails("three"))
 
 
