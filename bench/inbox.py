@@ -16,7 +16,11 @@ each repetition runs four phases back to back, on the same connections:
 The floor of a phase is the median ping of the phase before it (same clients, same
 machine state). Reported per case: medians over the repetitions of the p50 and p99
 latency (ms) and of their ratios to the ping p50, with the spread (smallest and
-largest ratio of the repetitions). The clients run on one event loop in this process and
+largest ratio of the repetitions), and what the daemon read from the device per round
+(``disk_kB``, Linux ``/proc/<pid>/io``: 0 when the page cache held every file a round
+read). Each round reads the folders it picks, most of them never read before, so whether
+the stores were in the page cache moves the latency more than most changes do: this
+column says which it was. The clients run on one event loop in this process and
 share the two cores with the daemon, as in `bench.ping`.
 """
 
@@ -105,11 +109,30 @@ async def _phase(sessions: list[_Session], what: str, n: int) -> list[float]:
     return lat
 
 
+def device_read_bytes(pid: int) -> int | None:
+    """Bytes process `pid` has had read from the storage device so far (not from the page
+    cache); None where `/proc/<pid>/io` does not tell."""
+    try:
+        for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name == "read_bytes":
+                return int(value)
+    except (OSError, ValueError):
+        return None
+    return None
+
+
 async def _measure(
-    path: Path, queries: dict[str, list[str]], folders: int, reps: int, per_client: int
-) -> dict[str, list[tuple[float, float, float]]]:
-    """Per case, per repetition: (ping p50, inbox p50, inbox p99), seconds."""
-    out: dict[str, list[tuple[float, float, float]]] = {"many": [], "one": []}
+    path: Path,
+    pid: int,
+    queries: dict[str, list[str]],
+    folders: int,
+    reps: int,
+    per_client: int,
+) -> dict[str, list[tuple[float, float, float, float | None]]]:
+    """Per case, per repetition: (ping p50, inbox p50, inbox p99) in seconds, and the
+    bytes read from the device per round (None: not known)."""
+    out: dict[str, list[tuple[float, float, float, float | None]]] = {"many": [], "one": []}
     async with anyio.create_task_group() as tg:
         sessions: list[_Session] = []
         connected, ready = anyio.Event(), anyio.Event()
@@ -133,17 +156,23 @@ async def _measure(
         for _ in range(reps):
             for case, group, n in (("many", sessions, per_client), ("one", sessions[:1], per_one)):
                 pings = await _phase(group, "ping", n)
+                before = device_read_bytes(pid)
                 lat = await _phase(group, "inbox", n)
+                after = device_read_bytes(pid)
+                read = None if before is None or after is None else (after - before) / len(lat)
                 out[case].append(
-                    (statistics.median(pings), statistics.median(lat), percentile(lat, 99))
+                    (statistics.median(pings), statistics.median(lat), percentile(lat, 99), read)
                 )
         ready.set()
     return out
 
 
-def _row(case: str, clients: int, runs: list[tuple[float, float, float]]) -> dict[str, Any]:
+def _row(
+    case: str, clients: int, runs: list[tuple[float, float, float, float | None]]
+) -> dict[str, Any]:
     p50s = [r[1] / r[0] for r in runs]
     p99s = [r[2] / r[0] for r in runs]
+    reads = [r[3] for r in runs if r[3] is not None]
     return {
         "case": case,
         "clients": clients,
@@ -155,6 +184,7 @@ def _row(case: str, clients: int, runs: list[tuple[float, float, float]]) -> dic
         "p50_range": f"{min(p50s):.1f}-{max(p50s):.1f}",
         "p99/ping": round(statistics.median(p99s), 1),
         "p99_range": f"{min(p99s):.1f}-{max(p99s):.1f}",
+        "disk_kB": round(statistics.median(reads) / 1000, 1) if reads else "-",
     }
 
 
@@ -170,7 +200,9 @@ def run_inbox(
     base = prepared_root(f"inbox-{sessions}x{folders}", all_specs)
     queries = _queries(base, all_specs)
     with running_daemon(base=base, args=["--log-level", "warning"]) as d:
-        runs = anyio.run(_measure, d.socket_path, queries, folders, max(3, reps), per_client)
+        runs = anyio.run(
+            _measure, d.socket_path, d.proc.pid, queries, folders, max(3, reps), per_client
+        )
     label = f"{sessions} x {folders}"
     return [
         _row(f"{label}, concurrent", sessions, runs["many"]),

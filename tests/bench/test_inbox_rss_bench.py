@@ -1,17 +1,19 @@
 """`make bench --only inbox --only rss`: the rows, on a small scale, from a fresh cache.
 
 inbox: every phase answers, and each row carries its ratios to the ping of the same
-clients. rss: a fresh daemon per mode reports its resident size after load and rounds,
+clients and what the daemon read from the device per round. rss: a fresh daemon per mode reports its resident size after load and rounds,
 and a cached store is reused without what the previous run wrote.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import pytest
 
-from bench.inbox import run_inbox
+from bench.inbox import device_read_bytes, run_inbox
 from bench.rss import SESSION, run_rss
 from bench.stores import StoreSpec, prepared_root
 
@@ -30,6 +32,15 @@ def test_inbox_rows_carry_their_ratios() -> None:
         assert row["p99_ms"] >= row["p50_ms"]
         low, high = (float(x) for x in row["p50_range"].split("-"))
         assert low <= row["p50/ping"] <= high
+        if sys.platform == "linux":
+            assert isinstance(row["disk_kB"], float) and row["disk_kB"] >= 0
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="/proc/<pid>/io is Linux's")
+def test_device_reads_of_a_process() -> None:
+    mine = device_read_bytes(os.getpid())
+    assert isinstance(mine, int) and mine >= 0
+    assert device_read_bytes(2**22 + 1) is None  # above any pid Linux hands out
 
 
 def test_rss_rows_and_a_reused_store(cache: Path) -> None:
