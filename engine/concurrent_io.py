@@ -20,21 +20,29 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["together"]
-
-_THREADS = 4
-_pool: concurrent.futures.ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
+__all__ = ["LazyPool", "together"]
 
 
-def _writers() -> concurrent.futures.ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = concurrent.futures.ThreadPoolExecutor(
-                max_workers=_THREADS, thread_name_prefix="rofmd-write"
-            )
-        return _pool
+class LazyPool:
+    """A pool of worker threads made on first use, then shared: a process that never
+    needs one (a CLI command, most tests) starts no thread for it."""
+
+    def __init__(self, name: str, threads: int) -> None:
+        self.name = name
+        self.threads = threads
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> concurrent.futures.ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=self.threads, thread_name_prefix=self.name
+                )
+            return self._pool
+
+
+_writers = LazyPool("rofmd-write", 4)
 
 
 def together(first: Callable[[], Any], *others: Callable[[], Any]) -> None:

@@ -37,12 +37,13 @@ import itertools
 import os
 import re
 import shutil
-import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import orjson
+
+from engine.concurrent_io import LazyPool
 
 __all__ = [
     "CorruptJSONError",
@@ -176,19 +177,8 @@ fs: FsOps = FsOps()
 SYNC_THREADS = 16
 """Fsyncs in flight at once in :meth:`FsOps.fsync_all` (measured on ext4 for 80 new files:
 16 take half the time of 4; 32 gain nothing more)."""
-_pool: concurrent.futures.ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _sync_pool() -> concurrent.futures.ThreadPoolExecutor:
-    """The threads :meth:`FsOps.fsync_all` waits in, shared by every store (made once)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = concurrent.futures.ThreadPoolExecutor(
-                max_workers=SYNC_THREADS, thread_name_prefix="rofmd-fsync"
-            )
-        return _pool
+_sync_pool = LazyPool("rofmd-fsync", SYNC_THREADS)
+"""The threads :meth:`FsOps.fsync_all` waits in, shared by every store."""
 
 
 def is_temp_name(name: str) -> bool:

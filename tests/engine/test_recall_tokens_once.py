@@ -11,7 +11,7 @@ from engine.archive.tokens import estimate_text_tokens
 from engine.recall import RecallState
 from engine.recall import state as state_module
 from engine.recall.state import Addition
-from tests.engine.recall_fixtures import BASE_MS, config, disk_round, new_store, write_folders
+from tests.engine.recall_fixtures import BASE_MS, config, disk_round, numbered_store
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -42,19 +42,7 @@ def test_an_addition_counts_its_text_once_and_again_when_it_changes(
 def test_rounds_with_a_window_count_each_text_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = new_store(tmp_path)
-    write_folders(
-        store,
-        [
-            {
-                "createdAt": BASE_MS + i * 60_000,
-                "alpha": 0.8,
-                "keywords": ["星港项目", f"词{i}"],
-                "messages": [{"role": "user", "content": f"星港项目第{i}条，昨天定的计划"}],
-            }
-            for i in range(6)
-        ],
-    )
+    store, _ = numbered_store(tmp_path, [0.8] * 6)
     cfg = config()
     rs = RecallState(path=store.paths.recall_state)
     counted = _counting(monkeypatch)
