@@ -9,8 +9,8 @@ The pool is its own, apart from `engine.jsonio`'s fsync threads: what runs here 
 itself wait on those (an atomic write), and a pool never waits on itself.
 
 Measured and not kept: reading a round's picks ahead in worker threads (their files
-asked of the disk at once). Warm, the threads' turns at the interpreter lock cost a warm
-round 0.8 ms; cold, it gained nothing measurable.
+asked of the disk at once). Warm, it cost a round 0.8 ms (most likely the threads' turns
+at the interpreter lock); cold, it gained nothing measurable.
 """
 
 from __future__ import annotations
