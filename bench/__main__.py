@@ -136,7 +136,11 @@ def _daemon_parts(parts: set[str], scale: int, results: dict[str, Any]) -> None:
                 anyio.run(lambda: run_ping(d.socket_path, 50, 200 // scale, session=True)),
             ]
             rows[2]["clients"] = "50 (sess)"
-        archive_rows = run_archive(d.socket_path, max(3, 20 // scale)) if "archive" in parts else []
+        archive_rows = (
+            run_archive(d.socket_path, max(3, 20 // scale), d.memory_root)
+            if "archive" in parts
+            else []
+        )
         status_rows = [run_status(d.socket_path, 30 // scale)] if "status" in parts else []
     if rows:
         results["ping"] = rows

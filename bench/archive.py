@@ -23,11 +23,24 @@ The floor of each case is reading and parsing the very request bytes it sent
 (``orjson.loads`` of the same line, timed right after the call): the work any daemon
 must do before it can start. Reported: medians (ms) over the repetitions, the ratio of
 the medians and, for "archive", folders written per second.
+
+"archive" has a second floor when the daemon's memory root is given: the disk's. Once
+the timed cases are done (so that its writes never share a journal commit with theirs),
+the folders each archive wrote (their ``context.json`` and ``meta.json`` bytes) are
+written again in plain Python into a scratch directory beside the memory root, the way
+the store makes them durable and nothing more: per folder a directory and its two
+files, every one fsynced (16 at once), then each directory renamed into place and the
+parent fsynced (:func:`disk_floor`). ``disk_ms`` is its median and ``disk_x`` that over
+the parse floor: the part of the ratio no code of ours can take away, on this disk at
+this moment (a disk whose cache is paged out, or one that is busy, moves it by 5×).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import io
+import os
+import shutil
 import statistics
 import time
 from pathlib import Path
@@ -35,10 +48,13 @@ from typing import Any
 
 import orjson
 
+from engine.store.layout import session_paths
 from tests.archive_fixtures import Surface, pre_step_params
 from tests.e2e.harness import LineSocket, request_line
 
 SURFACE_TOKENS = 128_000
+FLOOR_SYNC_THREADS = 16
+"""Fsyncs in flight at once in :func:`disk_floor`: the store's (`engine.jsonio`)."""
 REFUSED_METHOD = "bench/no-such-method"
 CAPS = {"tokenMeter": True, "systemPrompt": True, "tools": True, "attachments": True}
 
@@ -66,6 +82,66 @@ def parse_floor(line: bytes) -> float:
     t0 = time.perf_counter()
     orjson.loads(io.BytesIO(line).readline())
     return time.perf_counter() - t0
+
+
+def _fsync(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _create(path: str, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+def disk_floor(
+    folders: list[tuple[bytes, bytes]],
+    scratch: Path,
+    pool: concurrent.futures.ThreadPoolExecutor,
+) -> float:
+    """Seconds it takes to make `folders` (each its ``context.json`` and ``meta.json``
+    bytes) durable in a new directory under `scratch`, in plain Python (module
+    docstring); the directory is removed afterwards, outside the time."""
+    root = scratch / f"floor-{time.time_ns()}"
+    root.mkdir(parents=True)
+    _fsync(str(scratch))
+    staged = [str(root / f".staging-{n:04d}") for n in range(len(folders))]
+    try:
+        t0 = time.perf_counter()
+        synced: list[concurrent.futures.Future[None]] = []
+        for folder, (context, meta) in zip(staged, folders, strict=True):
+            os.mkdir(folder)
+            for name, data in (("context.json", context), ("meta.json", meta)):
+                _create(f"{folder}/{name}", data)
+                synced.append(pool.submit(_fsync, f"{folder}/{name}"))
+            synced.append(pool.submit(_fsync, folder))
+        for future in synced:
+            future.result()
+        for n, folder in enumerate(staged):
+            os.rename(folder, str(root / f"mem-{n:04d}"))
+        _fsync(str(root))
+        return time.perf_counter() - t0
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _folder_bytes(memory_root: Path, sid: str, folder_ids: list[str]) -> list[tuple[bytes, bytes]]:
+    paths = session_paths(memory_root, sid, per_session=True)
+    return [
+        (
+            (paths.folder(f) / "context.json").read_bytes(),
+            (paths.folder(f) / "meta.json").read_bytes(),
+        )
+        for f in folder_ids
+    ]
 
 
 class _Case:
@@ -103,10 +179,15 @@ class _Case:
         }
 
 
-def run_archive(path: Path, n: int) -> list[dict[str, Any]]:
+def run_archive(path: Path, n: int, memory_root: Path | None = None) -> list[dict[str, Any]]:
     """Rows for the bench table: the cases of the module docstring, ``n`` ≥ 3 repetitions
-    each, interleaved."""
+    each, interleaved; with `memory_root` (the daemon's), the disk's floor beside the
+    archive (module docstring)."""
     n = max(3, n)
+    floors: list[float] = []
+    archived: list[tuple[str, list[str]]] = []
+    pool = concurrent.futures.ThreadPoolExecutor(FLOOR_SYNC_THREADS)
+    scratch = None if memory_root is None else memory_root.parent / "bench-disk-floor"
     s = _surface()
     c = LineSocket(path, timeout=60)
     c.call(0, "initialize", {"protocolVersion": 1, "capabilities": CAPS})
@@ -125,6 +206,8 @@ def run_archive(path: Path, n: int) -> list[dict[str, Any]]:
         folders = len(comp["folders"])
         rates.append(folders / busy.calls[-1])
         c.call(10 * i + 3, "archive/commit", {"session": {"id": sid}, "token": comp["token"]})
+        if memory_root is not None:
+            archived.append((sid, comp["folders"]))
         r = waiting.call(c, 10 * i + 4, "agent/pre-step", _params(s, sid, 50))
         assert r["compaction"] is None, r
         tasks = [x["text"] for x in r["sections"] if x["name"] == "dsh-rofm:memory-tasks"]
@@ -132,13 +215,32 @@ def run_archive(path: Path, n: int) -> list[dict[str, Any]]:
         r = again.call(c, 10 * i + 6, "agent/pre-step", _params(s, sid, 50))
         assert [x["text"] for x in r["sections"] if x["name"] == "dsh-rofm:memory-tasks"] == tasks
     c.close()
+    if memory_root is not None and scratch is not None:
+        # after the timed cases, so that its writes and deletions never share a journal
+        # commit with theirs
+        for sid, folder_ids in archived:
+            floors.append(disk_floor(_folder_bytes(memory_root, sid, folder_ids), scratch, pool))
+        shutil.rmtree(scratch, ignore_errors=True)
+    pool.shutdown()
     messages = len(s.nodes)
+    none: dict[str, Any] = {"disk_ms": "-", "disk_x": "-"}
+    disk = dict(none)
+    if floors:
+        floor = statistics.median(floors)
+        disk = {
+            "disk_ms": round(floor * 1000, 2),
+            "disk_x": round(floor / statistics.median(busy.floors), 1),
+        }
     return [
-        idle.row("no archive", messages, folders=0, folders_s="-"),
+        idle.row("no archive", messages, folders=0, folders_s="-", **none),
         busy.row(
-            "archive", messages, folders=folders, folders_s=round(statistics.median(rates), 1)
+            "archive",
+            messages,
+            folders=folders,
+            folders_s=round(statistics.median(rates), 1),
+            **disk,
         ),
-        waiting.row(f"{folders} pending", messages, folders=folders, folders_s="-"),
-        again.row(f"{folders} pending, again", messages, folders=folders, folders_s="-"),
-        refused.row("refused", messages, folders=0, folders_s="-"),
+        waiting.row(f"{folders} pending", messages, folders=folders, folders_s="-", **none),
+        again.row(f"{folders} pending, again", messages, folders=folders, folders_s="-", **none),
+        refused.row("refused", messages, folders=0, folders_s="-", **none),
     ]
