@@ -16,6 +16,7 @@ at the interpreter lock); cold, it gained nothing measurable.
 from __future__ import annotations
 
 import concurrent.futures
+import contextvars
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -52,8 +53,9 @@ def together(first: Callable[[], Any], *others: Callable[[], Any]) -> None:
 
     For writes that must all be durable at the same point and do not depend on each
     other: their fsyncs wait for one journal commit instead of one each. Which of them
-    reaches the disk first is not said."""
-    futures = [_writers().submit(call) for call in others]
+    reaches the disk first is not said. Each of ``others`` runs in a copy of the caller's
+    context, so what it logs carries the request's bound fields as ``first``'s does."""
+    futures = [_writers().submit(contextvars.copy_context().run, call) for call in others]
     error: BaseException | None = None
     try:
         first()

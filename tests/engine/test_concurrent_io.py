@@ -3,6 +3,7 @@ caller hears of a failure, the first failure (in argument order) raised."""
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 
@@ -90,3 +91,16 @@ def test_calls_made_together_from_many_threads_all_end() -> None:
     for t in threads:
         t.join(WAIT_S)
     assert sorted(done) == sorted(n for n in range(12) for _ in range(3))
+
+
+REQUEST: contextvars.ContextVar[str] = contextvars.ContextVar("request", default="none")
+
+
+def test_the_others_see_the_callers_context() -> None:
+    seen: list[str] = []
+    token = REQUEST.set("r-42")
+    try:
+        together(lambda: seen.append(REQUEST.get()), lambda: seen.append(REQUEST.get()))
+    finally:
+        REQUEST.reset(token)
+    assert seen == ["r-42", "r-42"]
