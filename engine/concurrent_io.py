@@ -18,10 +18,10 @@ from __future__ import annotations
 import concurrent.futures
 import contextvars
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["LazyPool", "together"]
+__all__ = ["LazyPool", "raise_first_failure", "together"]
 
 
 class LazyPool:
@@ -46,6 +46,16 @@ class LazyPool:
 _writers = LazyPool("rofmd-write", 4)
 
 
+def raise_first_failure(futures: Iterable[concurrent.futures.Future[Any]]) -> None:
+    """Raise the failure of the first of `futures` (in their order) that failed, if
+    any; the caller has waited for all of them (so nothing is still running when its
+    own caller hears of a failure)."""
+    for future in futures:
+        failed = future.exception()
+        if failed is not None:
+            raise failed
+
+
 def together(first: Callable[[], Any], *others: Callable[[], Any]) -> None:
     """Run ``first`` in this thread and each of ``others`` in a worker thread, all at
     once, and return when every one has ended; the first failure (in argument order)
@@ -56,15 +66,8 @@ def together(first: Callable[[], Any], *others: Callable[[], Any]) -> None:
     reaches the disk first is not said. Each of ``others`` runs in a copy of the caller's
     context, so what it logs carries the request's bound fields as ``first``'s does."""
     futures = [_writers().submit(contextvars.copy_context().run, call) for call in others]
-    error: BaseException | None = None
     try:
         first()
-    except BaseException as exc:  # noqa: BLE001 - raised once the others ended
-        error = exc
-    concurrent.futures.wait(futures)
-    if error is not None:
-        raise error
-    for future in futures:
-        failed = future.exception()
-        if failed is not None:
-            raise failed
+    finally:
+        concurrent.futures.wait(futures)
+    raise_first_failure(futures)

@@ -43,7 +43,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from engine.concurrent_io import LazyPool
+from engine.concurrent_io import LazyPool, raise_first_failure
 
 __all__ = [
     "CorruptJSONError",
@@ -126,10 +126,7 @@ class FsOps:
                 futures.append(_sync_pool().submit(self.fsync, path))
         finally:
             concurrent.futures.wait(futures)
-        for future in futures:
-            error = future.exception()
-            if error is not None:
-                raise error
+        raise_first_failure(futures)
 
     def append_sync(self, path: Path, data: bytes) -> None:
         """Append ``data`` with one ``O_APPEND`` write and fsync it."""
