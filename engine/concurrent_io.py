@@ -10,7 +10,8 @@ itself wait on those (an atomic write), and a pool never waits on itself.
 
 Measured and not kept: reading a round's picks ahead in worker threads (their files
 asked of the disk at once). Warm, it cost a round 0.8 ms (most likely the threads' turns
-at the interpreter lock); cold, it gained nothing measurable.
+at the interpreter lock); cold, it gained nothing measurable. The kernel's own read-ahead
+advice does it without threads (`engine.store.folders.read_ahead`).
 """
 
 from __future__ import annotations

@@ -50,6 +50,7 @@ __all__ = [
     "FsOps",
     "append_jsonl",
     "atomic_stream",
+    "decode_json",
     "dumps_json",
     "fs",
     "fsync_dir",
@@ -282,7 +283,11 @@ def read_json(path: Path) -> Any:
     the content is empty, not UTF-8 or not JSON. A UTF-8 BOM (hand-edited
     files) is tolerated.
     """
-    data = path.read_bytes()
+    return decode_json(path.read_bytes(), path)
+
+
+def decode_json(data: bytes, path: Path) -> Any:
+    """:func:`read_json` of the bytes read from ``path`` (for a reader that opened it)."""
     if data.startswith(_UTF8_BOM):
         data = data[len(_UTF8_BOM) :]
     try:

@@ -79,6 +79,12 @@ class RenderCache:
             self.hits += 1
             return _copy(kept.addition)
 
+    def holds(self, fid: str, source: object, settings: tuple[Any, ...]) -> bool:
+        """Whether :meth:`get` would find it (counted as neither a hit nor a miss)."""
+        with self._lock:
+            kept = self._entries.get(fid)
+            return kept is not None and kept.source is source and kept.settings == settings
+
     def put(self, fid: str, source: object, settings: tuple[Any, ...], addition: Addition) -> None:
         """Keep a copy of `addition`, rendered from `source` under `settings`."""
         with self._lock:

@@ -39,7 +39,7 @@ like the archive path does) for the §1.6 report.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,7 @@ from engine.recall.state import Addition, Lanes, RecallState
 from engine.recall.tags import mention_filter
 from engine.relevance.index import RelevanceIndex
 from engine.store import CorruptFolder, CorruptFolderError, FolderNotFoundError, SessionStore
+from engine.store.folders import ReadAhead
 from engine.texts import (
     RECALL_WARN_DEGRADED,
     RECALL_WARN_LEDGER_OVERFLOW,
@@ -143,6 +144,43 @@ def _render_settings(cfg: MemoryConfig) -> tuple[Any, ...]:
     )
 
 
+def read_ahead(
+    store: SessionStore, fids: list[str], cfg: MemoryConfig, cache: RenderCache | None
+) -> ReadAhead:
+    """The files of the picks `load_addition` will read (those not rendered before),
+    opened and asked of the disk at once, so their fetches overlap instead of waiting
+    one after the other (`engine.store.folders.read_ahead`); `load_addition` reads
+    them from there. The caller closes it (a context manager)."""
+    if cache is not None:
+        settings = _render_settings(cfg)
+        entry = store.get_entry
+        fids = [f for f in fids if f in store and not cache.holds(f, entry(f), settings)]
+    return store.read_ahead(fids)
+
+
+def load_picks(
+    store: SessionStore | None,
+    picks: Sequence[Pick],
+    read: Callable[[Pick, ReadAhead], Addition | CorruptFolder | None],
+    cfg: MemoryConfig,
+    cache: RenderCache | None = None,
+) -> tuple[list[tuple[Pick, Addition]], list[CorruptFolder]]:
+    """Each pick as `read` makes it (None: gone, left out; a `CorruptFolder`: returned for
+    the caller to report), in order; with a `store` the picks' files are asked of the
+    disk at once first (`read_ahead`: `read` is handed what it opened)."""
+    loaded: list[tuple[Pick, Addition]] = []
+    unreadable: list[CorruptFolder] = []
+    ahead = ReadAhead() if store is None else read_ahead(store, [p.id for p in picks], cfg, cache)
+    with ahead:
+        for p in picks:
+            add = read(p, ahead)
+            if isinstance(add, Addition):
+                loaded.append((p, add))
+            elif add is not None:
+                unreadable.append(add)
+    return loaded, unreadable
+
+
 def load_addition(
     store: SessionStore,
     fid: str,
@@ -153,10 +191,12 @@ def load_addition(
     turn: int = 0,
     round_: int = 0,
     cache: RenderCache | None = None,
+    ahead: ReadAhead | None = None,
 ) -> Addition | CorruptFolder | None:
     """Read one folder and render its entry; None when it is not in the index (gone),
     a `CorruptFolder` when it cannot be read (the caller reports it). With a `cache`, a
-    folder rendered before from the same index entry is not read again."""
+    folder rendered before from the same index entry is not read again; `ahead`: its
+    files as `read_ahead` opened them."""
     settings = _render_settings(cfg)
     source: object = None
     if cache is not None:
@@ -170,8 +210,8 @@ def load_addition(
             kept.injected_turn, kept.injected_round = turn, round_
             return kept
     try:
-        meta = store.get_meta(fid)
-        raw = store.read_context(fid)
+        meta = store.get_meta(fid, ahead)
+        raw = store.read_context(fid, ahead)
     except FolderNotFoundError:
         return None
     except CorruptFolderError as exc:
@@ -434,32 +474,30 @@ def run_round(
     warnings: list[str] = []
 
     # read what is injected (and nothing else)
-    loaded: list[tuple[Pick, Addition]] = []
-    unreadable: list[CorruptFolder] = []
-    for p in sel.picks:
-        add: Addition | CorruptFolder | None
+    def read(p: Pick, ahead: ReadAhead) -> Addition | CorruptFolder | None:
         if loader is not None:
             add = loader(p)
             if add is not None:
                 add.injected_turn, add.injected_round = turn, t
                 add.generation, add.lane = p.generation, p.lane
-        elif store is not None:
-            add = load_addition(
-                store,
-                p.id,
-                cfg,
-                generation=p.generation,
-                lane=p.lane,
-                turn=turn,
-                round_=t,
-                cache=state.render_cache,
-            )
-        else:
-            add = None
-        if isinstance(add, Addition):
-            loaded.append((p, add))
-        elif add is not None:
-            unreadable.append(add)
+            return add
+        if store is None:
+            return None
+        return load_addition(
+            store,
+            p.id,
+            cfg,
+            generation=p.generation,
+            lane=p.lane,
+            turn=turn,
+            round_=t,
+            cache=state.render_cache,
+            ahead=ahead,
+        )
+
+    loaded, unreadable = load_picks(
+        store if loader is None else None, sel.picks, read, cfg, state.render_cache
+    )
 
     # round budget (v1.4.1, not in legacy)
     budget = rc.fairness.round_budget.max_chars

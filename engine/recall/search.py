@@ -62,11 +62,12 @@ from engine.recall.fair import Pick, Selection, lane_order, select_fair
 from engine.recall.legacy import select_legacy
 from engine.recall.query import Query, restricted
 from engine.recall.ranked import FALLBACK_LANE, RANKED_LANE
-from engine.recall.round import load_addition
+from engine.recall.round import load_addition, load_picks
 from engine.recall.select import assistant_reserve, with_candidates
 from engine.recall.state import Addition, RecallState
 from engine.relevance.index import RelevanceIndex
 from engine.store import CorruptFolder, SessionStore
+from engine.store.folders import ReadAhead
 from engine.texts import RECALL_TOOL_WARN_LEGACY_OFFSET
 from engine.tokenizer import normalize_text
 
@@ -388,21 +389,17 @@ def load_entries(
     tags line, images expanded to their paths); a folder gone meanwhile is skipped, an
     unreadable one is returned for the caller to report. Reads only these folders."""
     render_cfg = entry_config(cfg)
-    loaded: list[tuple[Pick, Addition]] = []
-    unreadable: list[CorruptFolder] = []
-    for p in picks:
-        add: Addition | CorruptFolder | None
+
+    def read(p: Pick, ahead: ReadAhead) -> Addition | CorruptFolder | None:
         if loader is not None:
-            add = loader(p)
-        elif store is not None:
-            add = load_addition(store, p.id, render_cfg, generation=p.generation, lane=p.lane)
-        else:
-            add = None
-        if isinstance(add, Addition):
-            loaded.append((p, add))
-        elif add is not None:
-            unreadable.append(add)
-    return loaded, unreadable
+            return loader(p)
+        if store is None:
+            return None
+        return load_addition(
+            store, p.id, render_cfg, generation=p.generation, lane=p.lane, ahead=ahead
+        )
+
+    return load_picks(store if loader is None else None, list(picks), read, render_cfg)
 
 
 def commit_search(

@@ -10,6 +10,7 @@ import pytest
 from engine.recall import Addition, load_addition
 from engine.recall.render_cache import RenderCache
 from engine.store import CorruptFolder, SessionStore
+from engine.store.folders import ReadAhead
 from tests.engine.recall_fixtures import BASE_MS, config, new_store, write_folders
 
 
@@ -40,9 +41,9 @@ class _Reads:
         self.n = 0
         real = store.read_context
 
-        def counted(fid: str) -> list[dict[str, Any]]:
+        def counted(fid: str, ahead: ReadAhead | None = None) -> list[dict[str, Any]]:
             self.n += 1
-            return real(fid)
+            return real(fid, ahead)
 
         monkeypatch.setattr(store, "read_context", counted)
 
