@@ -86,7 +86,7 @@ def read_ahead(paths: SessionPaths, folder_ids: Iterable[str]) -> ReadAhead:
     if advise is None:
         return ahead
     try:
-        for folder_id in folder_ids:
+        for folder_id in dict.fromkeys(folder_ids):  # each once: one open file each
             folder = f"{os.fspath(paths.folder(folder_id))}{os.sep}"
             for name in FOLDER_FILES:
                 try:
