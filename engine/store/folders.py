@@ -87,7 +87,10 @@ def read_ahead(paths: SessionPaths, folder_ids: Iterable[str]) -> ReadAhead:
         return ahead
     try:
         for folder_id in dict.fromkeys(folder_ids):  # each once: one open file each
-            folder = f"{os.fspath(paths.folder(folder_id))}{os.sep}"
+            try:
+                folder = f"{os.fspath(paths.folder(folder_id))}{os.sep}"
+            except ValueError:  # not a safe name: left to the read, which reports it
+                continue
             for name in FOLDER_FILES:
                 try:
                     fd = os.open(folder + name, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))

@@ -100,6 +100,8 @@ def test_a_missing_file_is_left_to_the_read_that_reports_it(tmp_path: Path) -> N
     with store.read_ahead([*ids, ids[1], "mem-20990101T000000Z-0001"]) as ahead:
         assert len(ahead) == 3  # twice: once; not indexed: skipped; missing: left to its read
     assert _open_fds() == fds_before  # none taken: all closed
+    with folders.read_ahead(store.paths, ["../escape", ids[1]]) as ahead:
+        assert len(ahead) == 2  # an unsafe name is left to the read that refuses it
     out = disk_round(store, RecallState(persist=False), "星港项目", config())
     assert [(u.folder_id, u.reason) for u in out.unreadable] == [(ids[0], "context.json missing")]
 
