@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -31,7 +31,9 @@ from engine.store.layout import SessionPaths
 from engine.store.records import FolderMeta
 
 __all__ = [
+    "CONTEXT_FILE",
     "FOLDER_FILES",
+    "META_FILE",
     "ReadAhead",
     "context_document",
     "read_ahead",
@@ -40,7 +42,9 @@ __all__ = [
     "validate_folder",
 ]
 
-FOLDER_FILES = ("meta.json", "context.json")
+META_FILE = "meta.json"
+CONTEXT_FILE = "context.json"
+FOLDER_FILES = (META_FILE, CONTEXT_FILE)
 """What reading a folder reads, in that order."""
 
 
@@ -75,8 +79,10 @@ class ReadAhead:
         self._open.clear()
 
 
-def read_ahead(paths: SessionPaths, folder_ids: Iterable[str]) -> ReadAhead:
-    """Open the files of these folders and ask the kernel to fetch them now
+def read_ahead(
+    paths: SessionPaths, folder_ids: Iterable[str], names: Sequence[str] = FOLDER_FILES
+) -> ReadAhead:
+    """Open the files `names` of these folders and ask the kernel to fetch them now
     (``POSIX_FADV_WILLNEED``: it starts reading them and returns); the reads that follow
     take them (:func:`read_meta`, :func:`read_context`). A file that cannot be opened is
     left to its read (which reports it); where the system has no such advice (macOS),
@@ -91,7 +97,7 @@ def read_ahead(paths: SessionPaths, folder_ids: Iterable[str]) -> ReadAhead:
                 folder = f"{os.fspath(paths.folder(folder_id))}{os.sep}"
             except ValueError:  # not a safe name: left to the read, which reports it
                 continue
-            for name in FOLDER_FILES:
+            for name in names:
                 try:
                     fd = os.open(folder + name, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
                 except OSError:
@@ -116,7 +122,7 @@ def _read(path: Path, folder_id: str, ahead: ReadAhead | None) -> Any:
 
 def read_meta(paths: SessionPaths, folder_id: str, ahead: ReadAhead | None = None) -> FolderMeta:
     """Parse ``<folder>/meta.json``; any problem becomes :class:`CorruptFolderError`."""
-    path = paths.folder(folder_id) / "meta.json"
+    path = paths.folder(folder_id) / META_FILE
     try:
         meta = FolderMeta.model_validate(_read(path, folder_id, ahead))
     except FileNotFoundError as exc:
@@ -141,7 +147,7 @@ def read_context(
 
     Accepts the ``{"messages": [...]}`` document and, for old data, a bare list.
     """
-    path = paths.folder(folder_id) / "context.json"
+    path = paths.folder(folder_id) / CONTEXT_FILE
     try:
         doc = _read(path, folder_id, ahead)
     except FileNotFoundError as exc:

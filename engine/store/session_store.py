@@ -17,7 +17,7 @@ store from one thread at a time (the daemon serialises per session).
 from __future__ import annotations
 
 import errno
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from engine.store.errors import (
     TransactionError,
     UnknownTransactionError,
 )
-from engine.store.folders import ReadAhead, read_ahead, read_context, read_meta
+from engine.store.folders import FOLDER_FILES, ReadAhead, read_ahead, read_context, read_meta
 from engine.store.ids import FolderIdAllocator, check_safe_name
 from engine.store.images import ImagesIndex, is_stale
 from engine.store.index_entry import IndexEntry, first_by_key
@@ -295,11 +295,13 @@ class SessionStore:
         self.get_entry(folder_id)
         return read_context(self.paths, folder_id, ahead)
 
-    def read_ahead(self, folder_ids: Iterable[str]) -> ReadAhead:
-        """These indexed folders' files, opened and asked of the disk at once before
-        they are read one by one (`engine.store.folders.read_ahead`): the caller closes
-        what its reads did not take (a context manager)."""
-        return read_ahead(self.paths, (f for f in folder_ids if f in self._entries))
+    def read_ahead(
+        self, folder_ids: Iterable[str], names: Sequence[str] = FOLDER_FILES
+    ) -> ReadAhead:
+        """These indexed folders' files (`names`), opened and asked of the disk at once
+        before they are read one by one (`engine.store.folders.read_ahead`): the caller
+        closes what its reads did not take (a context manager)."""
+        return read_ahead(self.paths, (f for f in folder_ids if f in self._entries), names)
 
     def image_entries(self) -> list[ImageIndexEntry]:
         """``images/index.json`` entries (rebuilt from metas on first use if lost)."""
