@@ -14,6 +14,7 @@ private one), and a file is not either.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from engine.recall.group_recall import (
     snippet,
 )
 from engine.store.errors import CorruptFolderError, FolderNotFoundError, StoreUnavailableError
+from engine.store.folders import CONTEXT_FILE, ReadAhead, read_ahead
 from engine.store.layout import session_dir_paths
 from engine.store.readonly import ReadonlyStore, read_store
 
@@ -76,14 +78,29 @@ def query_groups(root: Path, call: GroupCall, cfg: MemoryConfig) -> GroupAnswer:
     snippets: dict[tuple[str, str], tuple[str, bool] | None] = {}
     if not call.list_groups:
         max_chars = cfg.compat.cross_chat.max_snippet_chars
-        for m in found[call.offset : call.offset + call.limit]:
-            snippets[(m.store, m.id)] = _snippet(read[m.store], m.id, max_chars)
+        shown = found[call.offset : call.offset + call.limit]
+        with contextlib.ExitStack() as stack:
+            # each store's shown memories asked of the disk at once (`read_ahead`)
+            ahead = {
+                name: stack.enter_context(
+                    read_ahead(
+                        read[name].paths,
+                        [m.id for m in shown if m.store == name and m.id in read[name].entries],
+                        [CONTEXT_FILE],
+                    )
+                )
+                for name in dict.fromkeys(m.store for m in shown)
+            }
+            for m in shown:
+                snippets[(m.store, m.id)] = _snippet(read[m.store], m.id, max_chars, ahead[m.store])
     return render_answer(call, stores, found, snippets, cfg, warnings)
 
 
-def _snippet(store: ReadonlyStore, folder_id: str, max_chars: int) -> tuple[str, bool] | None:
+def _snippet(
+    store: ReadonlyStore, folder_id: str, max_chars: int, ahead: ReadAhead
+) -> tuple[str, bool] | None:
     try:
-        messages = store.read_context(folder_id)
+        messages = store.read_context(folder_id, ahead)
     except (CorruptFolderError, FolderNotFoundError, OSError):
         return None
     return snippet(messages, max_chars)

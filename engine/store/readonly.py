@@ -33,7 +33,7 @@ from pydantic import ValidationError
 
 from engine.jsonio import CorruptJSONError, is_temp_name, read_json
 from engine.store.errors import CorruptFolderError, FolderNotFoundError
-from engine.store.folders import read_context, read_meta
+from engine.store.folders import ReadAhead, read_context, read_meta
 from engine.store.ids import is_folder_id, is_safe_name
 from engine.store.index_entry import IndexEntry
 from engine.store.indexfile import IndexStatus, read_index
@@ -117,11 +117,12 @@ class ReadonlyStore:
             raise FolderNotFoundError(folder_id)
         return read_meta(self.paths, folder_id)
 
-    def read_context(self, folder_id: str) -> list[dict[str, Any]]:
-        """The archived messages of an indexed folder."""
+    def read_context(self, folder_id: str, ahead: ReadAhead | None = None) -> list[dict[str, Any]]:
+        """The archived messages of an indexed folder (from the file `ahead` opened, if
+        it did: `engine.store.folders.read_ahead`)."""
         if folder_id not in self.entries:
             raise FolderNotFoundError(folder_id)
-        return read_context(self.paths, folder_id)
+        return read_context(self.paths, folder_id, ahead)
 
     def orphans(self) -> list[str]:
         """Folders on disk that the index does not name (the next open adopts them, or

@@ -3,7 +3,8 @@ one (`engine.store.folders.read_ahead`): every file of every pick not rendered b
 before the first is read, each opened once (the read takes the open file) and none left
 open; none for a pick the render cache holds; a missing file is left to the read that
 reports it; nothing where the system has no such advice. `memory_recall` reads its
-results the same way."""
+results the same way, and `memory_group_recall` the one file it reads of each memory it
+shows."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import pytest
 from engine import jsonio
 from engine.recall import RecallState
 from engine.recall.fair import Pick
+from engine.recall.group_recall import GroupCall
+from engine.recall.group_stores import query_groups
 from engine.recall.search import load_entries
 from engine.store import folders
 from engine.store.layout import SessionPaths
@@ -129,3 +132,27 @@ def test_memory_recall_reads_its_results_the_same_way(
     files = [f"{fid}/{name}" for fid in ids for name in folders.FOLDER_FILES]
     assert disk.of("ahead") == disk.of("open") == files  # asked first, opened once each
     assert disk.of("read") == files
+
+
+def test_group_recall_asks_for_the_shown_memories_context_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`memory_group_recall` reads one file of each memory it shows (its snippet): each
+    store's shown ones are asked for at once, none twice, none left open, and nothing of
+    a memory it does not show."""
+    stores = {"onebot-group-123456": 3, "qqb-g-987654": 2}
+    for sid, n in stores.items():
+        store, _ = numbered_store(tmp_path / sid, [0.8] * n)
+        (tmp_path / "sessions").mkdir(exist_ok=True)
+        os.replace(store.dir, tmp_path / "sessions" / sid)
+    disk = _Disk(monkeypatch)
+    fds = _open_fds()
+    answer = query_groups(tmp_path, GroupCall(words=("星港项目",), limit=4), config())
+    assert _open_fds() == fds
+    assert not answer.is_error
+    # (reading a store reads the metas its index log's last record names: not snippets)
+    shown = [n for n in disk.of("read") if n.endswith("/context.json")]
+    assert len(shown) == 4  # the page's four, not the fifth
+    assert sorted(disk.of("ahead")) == sorted(shown)  # their contexts only
+    assert sorted(n for n in disk.of("open") if n.endswith("/context.json")) == sorted(shown)
+    assert answer.text.count("星港项目第") >= 4  # each snippet read
