@@ -102,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         results["rss"] = rss_rows
         _print_rows(
             "daemon resident size after load and recall rounds (one session; a fresh daemon"
-            " per mode, modes alternated; goal at 10^5 folders: <= 200 MB)",
+            " per mode, modes alternated; settled: 2 s later; restart: a second daemon over"
+            " the snapshots the first left; goal at 10^5 folders: <= 200 MB)",
             rss_rows,
         )
         parts_row = breakdown(folders)

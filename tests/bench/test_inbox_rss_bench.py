@@ -48,9 +48,15 @@ def test_rss_rows_and_a_reused_store(cache: Path) -> None:
     for row, mode in ((ranked, "ranked"), (fair, "fair")):
         assert row["mode"] == mode and row["folders"] == 300
         assert row["loaded_MB"] >= row["idle_MB"] > 10 and row["first_s"] > 0
+        assert row["settled_MB"] > 10 and row["restart_settled_MB"] > 10
+        assert row["restart_MB"] >= row["idle_MB"] and row["restart_first_s"] > 0
     # the second run reuses the built store, without the recall state the first wrote
     session = cache / "rss-1x300" / "mem" / "sessions" / SESSION
     assert (session / "recall-state.json").is_file()
+    # the restart's rounds ran on messages of their own (rss-4 .. rss-7), not on ones the
+    # recall state had answered already (which would run no round)
+    state = b"".join(p.read_bytes() for p in session.glob("recall-state*"))
+    assert b'"rss-7"' in state
     stamp = (cache / "rss-1x300" / "stamp.json").stat().st_mtime_ns
     prepared_root("rss-1x300", [StoreSpec(SESSION, 300, 7)])
     assert not (session / "recall-state.json").exists()
