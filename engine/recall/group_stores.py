@@ -33,7 +33,7 @@ from engine.recall.group_recall import (
     snippet,
 )
 from engine.store.errors import CorruptFolderError, FolderNotFoundError, StoreUnavailableError
-from engine.store.folders import CONTEXT_FILE, ReadAhead, read_ahead
+from engine.store.folders import CONTEXT_FILE, ReadAhead
 from engine.store.layout import session_dir_paths
 from engine.store.readonly import ReadonlyStore, read_store
 
@@ -83,11 +83,7 @@ def query_groups(root: Path, call: GroupCall, cfg: MemoryConfig) -> GroupAnswer:
             # each store's shown memories asked of the disk at once (`read_ahead`)
             ahead = {
                 name: stack.enter_context(
-                    read_ahead(
-                        read[name].paths,
-                        [m.id for m in shown if m.store == name and m.id in read[name].entries],
-                        [CONTEXT_FILE],
-                    )
+                    read[name].read_ahead((m.id for m in shown if m.store == name), [CONTEXT_FILE])
                 )
                 for name in dict.fromkeys(m.store for m in shown)
             }

@@ -99,7 +99,7 @@ def read_ahead(
                 continue
             for name in names:
                 try:
-                    fd = os.open(folder + name, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                    fd = os.open(folder + name, os.O_RDONLY)  # not inherited (PEP 446)
                 except OSError:
                     continue
                 ahead.add(folder_id, name, fd)

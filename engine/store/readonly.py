@@ -24,7 +24,7 @@ Folders are read through the same parsers the store uses (:mod:`engine.store.fol
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from pydantic import ValidationError
 
 from engine.jsonio import CorruptJSONError, is_temp_name, read_json
 from engine.store.errors import CorruptFolderError, FolderNotFoundError
-from engine.store.folders import ReadAhead, read_context, read_meta
+from engine.store.folders import FOLDER_FILES, ReadAhead, read_ahead, read_context, read_meta
 from engine.store.ids import is_folder_id, is_safe_name
 from engine.store.index_entry import IndexEntry
 from engine.store.indexfile import IndexStatus, read_index
@@ -123,6 +123,13 @@ class ReadonlyStore:
         if folder_id not in self.entries:
             raise FolderNotFoundError(folder_id)
         return read_context(self.paths, folder_id, ahead)
+
+    def read_ahead(
+        self, folder_ids: Iterable[str], names: Sequence[str] = FOLDER_FILES
+    ) -> ReadAhead:
+        """These indexed folders' files (`names`), opened and asked of the disk at once
+        (the store's `read_ahead`)."""
+        return read_ahead(self.paths, (f for f in folder_ids if f in self.entries), names)
 
     def orphans(self) -> list[str]:
         """Folders on disk that the index does not name (the next open adopts them, or
