@@ -121,16 +121,22 @@ class StoredKeys:
 
     @classmethod
     def of(cls, blob: bytes, offsets: npt.NDArray[np.int64], count: int, size: int) -> StoredKeys:
+        cls.check_layout(offsets, count, size, len(blob))
+        return cls(blob, offsets, count, size)
+
+    @staticmethod
+    def check_layout(offsets: npt.NDArray[np.int64], count: int, size: int, nbytes: int) -> None:
+        """Raise ValueError unless `count` keys in chunks of `size` at `offsets` fill
+        `nbytes` bytes: checkable before the bytes are read."""
         if size < 1:
             raise ValueError("stored keys without a chunk size")
         chunks = -(-count // size)
         if (
             offsets.size != chunks + 1
-            or (offsets.size and (offsets[0] != 0 or offsets[-1] != len(blob)))
+            or (offsets.size and (offsets[0] != 0 or offsets[-1] != nbytes))
             or bool((offsets[1:] < offsets[:-1]).any())
         ):
             raise ValueError("stored keys do not fit their chunks")
-        return cls(blob, offsets, count, size)
 
     @property
     def chunks(self) -> int:

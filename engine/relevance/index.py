@@ -57,7 +57,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, compress, repeat
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -129,17 +129,54 @@ _alpha_of = operator.attrgetter("alpha")
 _scored_of = operator.attrgetter("scored")
 
 
+KEYS_SECTION = "i.keys"
+"""The snapshot section of the stored keys: the one a stamped restore leaves on disk."""
+
+
+class LaterBytes(Protocol):
+    """A snapshot section not read yet (`engine.relevance.snapshot.LaterSection`)."""
+
+    nbytes: int
+
+    def read(self) -> bytes:
+        """Its bytes, checked (ValueError when they are not those written); closes it."""
+
+    def close(self) -> None:
+        """Let its file go."""
+
+
 @dataclass(slots=True)
 class _Restored:
     """What a restored index has not checked yet: the stored keys of its live documents
     (`engine.relevance.entry_keys`), and the documents whose text could not be read when
-    they were indexed."""
+    they were indexed.
 
-    keys: StoredKeys
+    A stamped restore leaves the keys on disk (``later``, with their chunk ``layout``:
+    offsets, count, chunk size): its first sync reads them only if its entries turn out
+    not to be the documents after all."""
+
+    stored: StoredKeys | None
     unread: frozenset[int]
     stamped: bool = False
     """Its snapshot was synced to the very entries of its first sync (the store's stamp:
     `engine.relevance.snapshot.read_snapshot`): they need not be compared."""
+    later: LaterBytes | None = None
+    layout: tuple[npt.NDArray[np.int64], int, int] | None = None
+
+    def keys(self) -> StoredKeys:
+        """The stored keys, read now if they were left on disk (ValueError when they
+        cannot be: the caller builds the index afresh)."""
+        if self.stored is None:
+            if self.later is None or self.layout is None:
+                raise ValueError("stored keys neither read nor left to read")
+            offsets, count, size = self.layout
+            self.stored = StoredKeys.of(self.later.read(), offsets, count, size)
+        return self.stored
+
+    def close(self) -> None:
+        """Let go of keys left on disk (once the first sync no longer needs them)."""
+        if self.later is not None:
+            self.later.close()
 
 
 def _count(terms: Iterable[str], boost: int, into: Counter[str]) -> None:
@@ -385,10 +422,17 @@ class RelevanceIndex:
         share of one JSON encoding, a changed one the decoding of its keys."""
         restored, self._restored = self._restored, None
         assert restored is not None
-        stored, unread = restored.keys, restored.unread
+        try:
+            return self._check_against(restored, entries)
+        finally:
+            restored.close()
+
+    def _check_against(self, restored: _Restored, entries: Iterable[Any]) -> int:
+        unread = restored.unread
         every = entries if isinstance(entries, (list, tuple)) else list(entries)
         if restored.stamped and not unread and self._take_stamped(every):
             return 0
+        stored = restored.keys()
         all_keys = entry_keys(every)
         picked = compress(
             range(len(every)), map(operator.is_not, map(key_scored, all_keys), repeat(False))
@@ -568,7 +612,7 @@ class RelevanceIndex:
         folder id or term with a line break)."""
         n = len(self._doc_ids)
         if self._restored is not None:  # not synced since restored: as it was stored
-            keys, unread = self._restored.keys, sorted(self._restored.unread)
+            keys, unread = self._restored.keys(), sorted(self._restored.unread)
         else:
             live = [e for e in self._entry_of if e is not None]
             with collection_paused():
@@ -613,10 +657,12 @@ class RelevanceIndex:
         *,
         extra_stopwords: Sequence[str] = (),
         stamped: bool = False,
+        keys_later: LaterBytes | None = None,
     ) -> RelevanceIndex:
         """The index :meth:`snapshot_parts` stored (it keeps the arrays), to be checked
-        by its first sync (`stamped`: see `_Restored.stamped`). Raises ValueError when
-        the arrays do not fit together."""
+        by its first sync (`stamped`: see `_Restored.stamped`; `keys_later`: the stored
+        keys' section when the reader left it on disk, :data:`KEYS_SECTION`). Raises
+        ValueError when the arrays do not fit together."""
         idx = cls(text_of, extra_stopwords=extra_stopwords)
         live_docs, total_len, dead, n_terms, n_keys, chunk = (int(v) for v in arrays["i.scalars"])
         (avg_q,) = (float(v) for v in arrays["i.avg"])
@@ -626,12 +672,14 @@ class RelevanceIndex:
         doc_ids = str(memoryview(arrays["i.doc_ids"]), "utf-8").split("\n") if n else []
         terms = str(memoryview(arrays["i.terms"]), "utf-8").split("\n") if n_terms else []
         unread: list[int] = arrays["i.unread"].tolist()
-        keys = StoredKeys.of(
-            arrays["i.keys"].tobytes(),
-            np.frombuffer(arrays["i.key_chunks"], dtype=np.int64),
-            n_keys,
-            chunk,
-        )
+        offsets = np.frombuffer(arrays["i.key_chunks"], dtype=np.int64)
+        if keys_later is None:
+            keys: StoredKeys | None = StoredKeys.of(
+                arrays[KEYS_SECTION].tobytes(), offsets, n_keys, chunk
+            )
+        else:
+            StoredKeys.check_layout(offsets, n_keys, chunk, keys_later.nbytes)
+            keys = None
         postings = Postings.restored(arrays, arrays["i.len"])
         passages = PassageStore.restored(arrays, is_live)
         # unsigned: a negative term id reads as a large one (one pass finds both)
@@ -674,7 +722,13 @@ class RelevanceIndex:
         idx._postings, idx._passages = postings, passages
         idx._avgdl_q = avg_q
         idx._live_docs, idx._total_len, idx._dead = live_docs, total_len, dead
-        idx._restored = _Restored(keys, frozenset(unread), stamped)
+        idx._restored = _Restored(
+            keys,
+            frozenset(unread),
+            stamped,
+            keys_later,
+            None if keys_later is None else (offsets, n_keys, chunk),
+        )
         idx._unread = {doc_ids[d] for d in unread}
         idx.saved = True
         return idx

@@ -37,9 +37,10 @@ import hashlib
 import os
 import struct
 import sys
+import weakref
 import zlib
 from array import array
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,16 +49,18 @@ import orjson
 
 from engine.jsonio import write_bytes_atomic
 from engine.relevance.analyzer import EN_FILLER, search_terms_by_line
-from engine.relevance.index import FIELD_BOOSTS, RelevanceIndex
+from engine.relevance.index import FIELD_BOOSTS, KEYS_SECTION, RelevanceIndex
 from engine.relevance.passages import BM25_B, BM25_K1, quantise_length
 from engine.stopwords import CJK_SPLIT_CHARS, EN_STOPWORDS
 
 __all__ = [
     "FORMAT",
+    "LaterSection",
     "SnapshotError",
     "encode_sections",
     "fingerprint",
     "read_sections",
+    "read_sections_leaving",
     "read_snapshot",
     "word_sum",
     "write_snapshot",
@@ -255,6 +258,43 @@ def _read_into(f: Any, buf: array[Any]) -> None:
         view = view[n:]
 
 
+class LaterSection:
+    """A section a read left on disk (:func:`read_sections_leaving`): its bytes are read,
+    and checked against its sum, only when asked for. It holds a descriptor of the file
+    it was found in, so it reads that file's bytes even once a newer snapshot replaced
+    the file (snapshots are replaced whole, never written in place), until it is read
+    or closed (or collected)."""
+
+    def __init__(self, fd: int, name: str, offset: int, nbytes: int, check_sum: str) -> None:
+        self.name = name
+        self.nbytes = nbytes
+        self._fd = fd
+        self._offset = offset
+        self._sum = check_sum
+        self._close = weakref.finalize(self, os.close, fd)
+
+    def read(self) -> bytes:
+        """The section's bytes; SnapshotError when they are not those written (or the
+        section was closed). Closes it."""
+        if not self._close.alive:
+            raise SnapshotError(f"section {self.name} was closed before it was read")
+        try:
+            data = os.pread(self._fd, self.nbytes, self._offset)
+        except OSError as exc:
+            raise SnapshotError(f"unreadable: {exc}") from None
+        finally:
+            self.close()
+        if len(data) != self.nbytes:
+            raise SnapshotError("truncated")
+        if f"{word_sum(data):016x}" != self._sum:
+            raise SnapshotError(f"checksum mismatch in {self.name}")
+        return data
+
+    def close(self) -> None:
+        """Let the file go (a read after this raises SnapshotError)."""
+        self._close()
+
+
 def read_sections(
     path: Path, magic: bytes, what: str, check: Callable[[dict[str, Any]], None]
 ) -> dict[str, array[Any]]:
@@ -263,9 +303,24 @@ def read_sections(
     reader's (another version, another store: it raises :class:`SnapshotError`). Raises
     FileNotFoundError when there is no file and :class:`SnapshotError` (with the reason)
     when it cannot be used. Blocking."""
+    return read_sections_leaving(path, magic, what, check, lambda _header: ())[0]
+
+
+def read_sections_leaving(
+    path: Path,
+    magic: bytes,
+    what: str,
+    check: Callable[[dict[str, Any]], None],
+    leave: Callable[[dict[str, Any]], Collection[str]],
+) -> tuple[dict[str, array[Any]], dict[str, LaterSection]]:
+    """:func:`read_sections`, but the sections `leave` names (asked once `check` took
+    the header) are left on disk, each a :class:`LaterSection` the caller reads when it
+    needs it, or closes. Why: a section only some loads need (the stored keys of a
+    relevance index, 28 MB at 10^5 folders, which a stamped snapshot's first sync never
+    compares) costs its disk read and checksum on every restart otherwise."""
     with open(path, "rb", buffering=0) as f:
         try:
-            return _read(f, magic, what, check)
+            return _read(f, magic, what, check, leave)
         except OSError as exc:
             raise SnapshotError(f"unreadable: {exc}") from None
 
@@ -298,20 +353,33 @@ def read_snapshot(
             raise SnapshotError("built with other keywords.extraStopwords")
         stamped = source is not None and header.get("source") == source
 
-    arrays = read_sections(path, MAGIC, "a relevance index snapshot", check)
+    def leave(_header: dict[str, Any]) -> Collection[str]:
+        # a stamped snapshot's first sync takes its entries without comparing keys
+        return (KEYS_SECTION,) if stamped else ()
+
+    arrays, later = read_sections_leaving(path, MAGIC, "a relevance index snapshot", check, leave)
+    keys_later = later.pop(KEYS_SECTION, None)
+    for section in later.values():  # none but the keys: never left open
+        section.close()
     try:
         index = RelevanceIndex.restored(
-            text_of, arrays, extra_stopwords=tuple(extra), stamped=stamped
+            text_of, arrays, extra_stopwords=tuple(extra), stamped=stamped, keys_later=keys_later
         )
     except (KeyError, ValueError, UnicodeDecodeError, TypeError) as exc:
+        if keys_later is not None:
+            keys_later.close()
         raise SnapshotError(f"inconsistent arrays: {exc!r}") from None
     index.stamp = source if stamped else None
     return index
 
 
 def _read(
-    f: Any, magic: bytes, what: str, check: Callable[[dict[str, Any]], None]
-) -> dict[str, array[Any]]:
+    f: Any,
+    magic: bytes,
+    what: str,
+    check: Callable[[dict[str, Any]], None],
+    leave: Callable[[dict[str, Any]], Collection[str]],
+) -> tuple[dict[str, array[Any]], dict[str, LaterSection]]:
     size = os.fstat(f.fileno()).st_size
     head = f.read(_HEAD.size)
     if len(head) != _HEAD.size:
@@ -328,17 +396,30 @@ def _read(
     body = sum(count * np.dtype(code).itemsize for _, code, count, _ in sections)
     if _HEAD.size + header_len + body + _TAIL.size != size:
         raise SnapshotError("truncated or overlong")
+    left = frozenset(leave(header))
     arrays: dict[str, array[Any]] = {}
-    for name, code, count, check_sum in sections:
-        buf: array[Any] = array(_TYPECODES[code], bytes(np.dtype(code).itemsize)) * count
-        _read_into(f, buf)
-        if f"{word_sum(buf):016x}" != check_sum:
-            raise SnapshotError(f"checksum mismatch in {name}")
-        arrays[name] = buf
-    tail = f.read(_TAIL.size)
-    if len(tail) != _TAIL.size:
-        raise SnapshotError("truncated")
-    stored_crc, end = _TAIL.unpack(tail)
-    if end != END or stored_crc != zlib.crc32(head + raw):
-        raise SnapshotError("header checksum mismatch")
-    return arrays
+    later: dict[str, LaterSection] = {}
+    try:
+        for name, code, count, check_sum in sections:
+            if name in left:
+                nbytes = count * np.dtype(code).itemsize
+                at = f.tell()
+                later[name] = LaterSection(os.dup(f.fileno()), name, at, nbytes, check_sum)
+                f.seek(at + nbytes)
+                continue
+            buf: array[Any] = array(_TYPECODES[code], bytes(np.dtype(code).itemsize)) * count
+            _read_into(f, buf)
+            if f"{word_sum(buf):016x}" != check_sum:
+                raise SnapshotError(f"checksum mismatch in {name}")
+            arrays[name] = buf
+        tail = f.read(_TAIL.size)
+        if len(tail) != _TAIL.size:
+            raise SnapshotError("truncated")
+        stored_crc, end = _TAIL.unpack(tail)
+        if end != END or stored_crc != zlib.crc32(head + raw):
+            raise SnapshotError("header checksum mismatch")
+    except BaseException:
+        for section in later.values():
+            section.close()
+        raise
+    return arrays, later

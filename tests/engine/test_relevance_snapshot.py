@@ -4,6 +4,7 @@ a crash while writing one leaves the old file or the new one."""
 
 from __future__ import annotations
 
+import os
 import struct
 import tempfile
 import zlib
@@ -23,7 +24,7 @@ from engine import jsonio
 from engine.jsonio import FsOps, is_temp_name
 from engine.relevance import entry_keys, passages, snapshot
 from engine.relevance.folder_text import SNAPSHOT_NAME, save_index, synced_index
-from engine.relevance.index import RelevanceIndex
+from engine.relevance.index import KEYS_SECTION, RelevanceIndex
 from engine.relevance.snapshot import SnapshotError, read_snapshot, write_snapshot
 from engine.store import open_session
 from tests.engine.recall_fixtures import BASE_MS, write_folders
@@ -374,6 +375,132 @@ def test_another_text_version_or_stopwords_or_owner_of_the_reader_is_refused(
         read_snapshot(
             tmp_path / "none", Texts(), owner=OWNER, extra_stopwords=(), text_version=VERSION
         )
+
+
+# -- the stored keys, left on disk by a stamped restore ---------------------------------
+
+STAMP = "index.json:stamp-1"
+
+
+def _stamped(tmp_path: Path, entries: list[E]) -> Path:
+    path = tmp_path / "snap"
+    write_snapshot(path, fresh(entries), owner=OWNER, text_version=VERSION, source=lambda _i: STAMP)
+    return path
+
+
+def _read(path: Path, texts: Texts, source: str | None = STAMP) -> RelevanceIndex:
+    return read_snapshot(
+        path, texts, owner=OWNER, extra_stopwords=(), text_version=VERSION, source=source
+    )
+
+
+def _damage_keys(path: Path) -> None:
+    """One flipped bit inside the stored keys, their checksum left as it was."""
+    data = bytearray(path.read_bytes())
+    _, spans = _sections(bytes(data))
+    start, end = spans[KEYS_SECTION]
+    assert end - start > 10
+    data[(start + end) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+pytestmark_linux = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+
+
+def test_a_stamped_restore_never_reads_the_stored_keys(tmp_path: Path) -> None:
+    """Its first sync takes the stamped entries as they are: the keys, a quarter of the
+    file at 10^5 folders, are not even read. A flipped bit in them shows it: the stamped
+    restore is used, an unstamped one refuses the file."""
+    entries = entries_of(12)
+    path = _stamped(tmp_path, entries)
+    _damage_keys(path)
+    texts = Texts()
+    loaded = _read(path, texts)
+    assert loaded.sync(entries) == 0
+    assert texts.reads == []
+    assert_same(loaded, fresh(entries))
+    with pytest.raises(SnapshotError, match=f"checksum mismatch in {KEYS_SECTION}"):
+        _read(path, Texts(), source=None)
+
+
+def test_a_stamped_restore_whose_entries_changed_reads_and_checks_the_keys(
+    tmp_path: Path,
+) -> None:
+    """Entries that do not name the stamped documents one to one (a folder gone) are
+    compared with the stored keys, read then: the changed folder is indexed again (its
+    fields only: no text is read); damaged keys fail that sync (the caller builds the
+    index afresh), never pass unchecked."""
+    entries = entries_of(12)
+    path = _stamped(tmp_path, entries)
+    changed = [replace(e, keywords=("deploy",)) if e.id == "f03" else e for e in entries[:-1]]
+    texts = Texts()
+    loaded = _read(path, texts)
+    assert loaded.sync(changed) == 2
+    assert texts.reads == []
+    assert_same(loaded, fresh(changed))
+    _damage_keys(path)
+    damaged = _read(path, Texts())
+    with pytest.raises(ValueError, match="checksum mismatch"):
+        damaged.sync(changed)
+
+
+def test_the_keys_left_on_disk_are_those_of_the_file_restored_even_once_it_is_replaced(
+    tmp_path: Path,
+) -> None:
+    entries = entries_of(12)
+    path = _stamped(tmp_path, entries)
+    loaded = _read(path, Texts())
+    other = tmp_path / "other"
+    write_snapshot(other, fresh(entries_of(3)), owner=OWNER, text_version=VERSION)
+    os.replace(other, path)  # a newer snapshot, written whole, takes the name
+    changed = entries[:-1]
+    assert loaded.sync(changed) == 1
+    assert_same(loaded, fresh(changed))
+
+
+@pytestmark_linux
+def test_the_file_left_open_for_the_keys_is_closed_by_the_first_sync_or_a_refusal(
+    tmp_path: Path,
+) -> None:
+    entries = entries_of(12)
+    path = _stamped(tmp_path, entries)
+    before = _open_fds()
+    for synced in (entries, entries[:-1]):  # taken as stamped; compared (keys read)
+        loaded = _read(path, Texts())
+        assert _open_fds() == before + 1
+        loaded.sync(synced)
+        assert _open_fds() == before
+    unsynced = _read(path, Texts())
+    assert _open_fds() == before + 1
+    del unsynced  # an index dropped before its first sync lets the file go too
+    assert _open_fds() == before
+    path.write_bytes(_rewritten(path.read_bytes(), _dead))  # refused after the read
+    with pytest.raises(SnapshotError, match="inconsistent arrays"):
+        _read(path, Texts())
+    assert _open_fds() == before
+
+
+def test_a_later_section_reads_once_and_not_after_it_was_closed(tmp_path: Path) -> None:
+    path = _stamped(tmp_path, entries_of(5))
+
+    def leave_keys(_header: dict[str, Any]) -> list[str]:
+        return [KEYS_SECTION]
+
+    arrays, later = snapshot.read_sections_leaving(
+        path, snapshot.MAGIC, "a relevance index snapshot", lambda _h: None, leave_keys
+    )
+    assert KEYS_SECTION not in arrays and set(later) == {KEYS_SECTION}
+    section = later[KEYS_SECTION]
+    whole = snapshot.read_sections(
+        path, snapshot.MAGIC, "a relevance index snapshot", lambda _h: None
+    )
+    assert section.read() == whole[KEYS_SECTION].tobytes()
+    with pytest.raises(SnapshotError, match="closed"):
+        section.read()
 
 
 # -- a crash while writing -------------------------------------------------------------
