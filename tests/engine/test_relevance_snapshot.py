@@ -408,7 +408,7 @@ def _open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-pytestmark_linux = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+needs_proc = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
 
 
 def test_a_stamped_restore_never_reads_the_stored_keys(tmp_path: Path) -> None:
@@ -462,7 +462,7 @@ def test_the_keys_left_on_disk_are_those_of_the_file_restored_even_once_it_is_re
     assert_same(loaded, fresh(changed))
 
 
-@pytestmark_linux
+@needs_proc
 def test_the_file_left_open_for_the_keys_is_closed_by_the_first_sync_or_a_refusal(
     tmp_path: Path,
 ) -> None:
