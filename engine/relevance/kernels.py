@@ -18,8 +18,9 @@ a compiler the NumPy path serves, the same picks, slower. The daemon setting
 
 from __future__ import annotations
 
-import importlib
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
+
+from engine.compiled import CompiledModule
 
 __all__ = ["Compiled", "active", "available", "state", "use_kernels"]
 
@@ -58,23 +59,17 @@ class Compiled(Protocol):
     ) -> list[float]: ...
 
 
-_compiled: Compiled | None
-try:
-    _compiled = cast(Compiled, importlib.import_module("engine.relevance._kernels"))
-except ImportError:  # not built on this machine: the NumPy path serves
-    _compiled = None
-
-_on = _compiled is not None
+_loops: CompiledModule[Compiled] = CompiledModule("engine.relevance._kernels")
 
 
 def available() -> bool:
     """Whether the compiled loops were built and load."""
-    return _compiled is not None
+    return _loops.available()
 
 
 def active() -> Compiled | None:
     """The compiled loops when they are built and turned on, else None."""
-    return _compiled if _on else None
+    return _loops.active()
 
 
 def state(wanted: bool) -> str:
@@ -86,7 +81,7 @@ def state(wanted: bool) -> str:
 
 
 def use_kernels(on: bool) -> bool:
-    """Turn the compiled loops on or off (process-wide); whether they are now in use."""
-    global _on
-    _on = on and _compiled is not None
-    return _on
+    """Turn the compiled loops alone on or off (process-wide); whether they are now in
+    use. The daemon turns every compiled module on or off at once
+    (`engine.compiled.use_compiled`)."""
+    return _loops.use(on)

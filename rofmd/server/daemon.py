@@ -23,8 +23,8 @@ import anyio
 import structlog
 from anyio.abc import SocketListener, SocketStream, TaskGroup
 
+from engine.compiled import use_compiled
 from engine.relevance.kernels import state as kernels_state
-from engine.relevance.kernels import use_kernels
 from handlers.app import App, Paths
 from handlers.config_state import ConfigState
 from handlers.context import ConnectionState
@@ -86,7 +86,7 @@ class Daemon:
         self._shutdown: anyio.Event | None = None
         self.dispatcher: Dispatcher | None = None
         self.config = ConfigState.start(settings.config_dir, self.environ)
-        use_kernels(settings.kernels)
+        use_compiled(settings.kernels)
         self.app = App(
             self.config,
             Paths(

@@ -17,6 +17,6 @@ def test_built_off_and_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     assert on.ok and off.ok
     if built:
         assert on.detail == "compiled" and "ROFMD_KERNELS=false" in off.detail
-    monkeypatch.setattr(kernels, "_compiled", None)
+    monkeypatch.setattr(kernels, "available", lambda: False)
     missing = check_recall_loops(DaemonSettings(kernels=True))
     assert missing.ok and "NumPy path" in missing.detail and "C compiler" in missing.hint
