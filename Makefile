@@ -4,9 +4,11 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# The ranked recall's compiled loops (optional; hatch_build.py): rebuilt when their source
-# changes. Without a C compiler it says so and everything runs on the NumPy path.
-KERNELS := engine/relevance/_kernels$(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX') or '.so')" 2>/dev/null)
+# The compiled modules (optional; hatch_build.py): the ranked recall's loops and the
+# surface's look-up in its request line, rebuilt when a source changes. Without a C
+# compiler it says so and everything runs on its Python path.
+EXT := $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX') or '.so')" 2>/dev/null)
+KERNELS := engine/relevance/_kernels$(EXT) engine/_jsonspans$(EXT)
 
 .PHONY: run test lint typecheck unit bridge-test bench eval demo clean venv
 
@@ -16,7 +18,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-$(KERNELS): engine/relevance/_kernels.c hatch_build.py | $(STAMP)
+$(KERNELS): engine/relevance/_kernels.c engine/_jsonspans.c hatch_build.py | $(STAMP)
 	-$(BIN)/python hatch_build.py
 
 venv: $(STAMP) $(KERNELS)
@@ -66,4 +68,4 @@ eval: $(STAMP) $(KERNELS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
-	rm -f engine/relevance/_kernels*.so engine/relevance/_kernels*.pyd
+	rm -f engine/relevance/_kernels*.so engine/relevance/_kernels*.pyd engine/_jsonspans*.so engine/_jsonspans*.pyd

@@ -1,5 +1,6 @@
-"""`hatch_build.py` builds the compiled recall loops where a C compiler is, and says
-why it did not, without failing, where none is: the NumPy path then serves."""
+"""`hatch_build.py` builds the compiled modules (the recall loops, the surface's look-up
+in its line) where a C compiler is, and says why it did not, without failing, where none
+is: their Python paths then serve."""
 
 from __future__ import annotations
 
@@ -43,3 +44,26 @@ def test_with_a_compiler_the_module_builds_and_loads(tmp_path: Path) -> None:
     spec.loader.exec_module(module)
     assert callable(module.score_top) and callable(module.passage_best)
     assert [p.name for p in tmp_path.iterdir()] == [built.name]  # no temp file left
+
+
+def test_every_compiled_module_builds_and_loads(tmp_path: Path) -> None:
+    cc = str(sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(cc) is None:
+        pytest.skip("no C compiler")
+    for source, function in zip(hatch_build.SOURCES, ("score_top", "member_items"), strict=True):
+        built = hatch_build.compile_kernels(tmp_path / source.stem, source)
+        assert built is not None and built.name == hatch_build.module_name(source)
+        spec = importlib.util.spec_from_file_location(source.stem, built)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        assert callable(getattr(module, function))
+
+
+def test_a_module_that_does_not_build_says_what_serves_instead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CC", "false")
+    assert hatch_build.compile_kernels(tmp_path, hatch_build.SOURCES[1]) is None
+    err = capsys.readouterr().err
+    assert "_jsonspans.c did not build" in err and "looked up by encoding it" in err

@@ -69,6 +69,7 @@ def test_the_wheel_carries_the_compiled_recall_loops_when_they_build(wheel: Path
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     names = zipfile.ZipFile(wheel).namelist()
     assert f"rofmd/_engine/relevance/_kernels{suffix}" in names
+    assert f"rofmd/_engine/_jsonspans{suffix}" in names  # beside its source, as in the tree
     assert "-py3-none-any" not in wheel.name
 
 
@@ -90,6 +91,7 @@ def test_an_installed_rofmd_loads_its_own_layers_before_anyone_elses(
         "print(engine.__file__); print(handlers.__file__); print(paths.packaged_config_path())\n"
         "print(load_config(None, {}).config.recall.mode)\n"
         "from engine.relevance import kernels; print(kernels.available())\n"
+        "from engine import json_spans; print(json_spans.available())\n"
     )
 
     def python(*args: str) -> subprocess.CompletedProcess[str]:
@@ -115,5 +117,7 @@ def test_an_installed_rofmd_loads_its_own_layers_before_anyone_elses(
         n.startswith("rofmd/_engine/relevance/_kernels") for n in zipfile.ZipFile(wheel).namelist()
     )
     assert lines[4] == str(compiled)  # the wheel's own compiled loops load from it
+    spans = any(n.startswith("rofmd/_engine/_jsonspans") for n in zipfile.ZipFile(wheel).namelist())
+    assert lines[5] == str(spans)
     version = python("-m", "rofmd", "--version")
     assert version.returncode == 0 and version.stdout.startswith("rofmd "), version.stderr
