@@ -302,7 +302,7 @@ class Dispatcher:
                 if job.cancel_requested:
                     scope.cancel()
                 try:
-                    params = await _validated(method.params, call.params, job.size)
+                    params = await _validated(method.params, call.params, job.size, call.line)
                     lazy = opens_lazily(self.app, call.method, params, job.conn)
                     with session_access(read_only=lazy):
                         result = await method.handler(self.app, params, ctx)
@@ -379,12 +379,14 @@ class Dispatcher:
         return {k: len(lane.pending) for k, lane in sorted(self._lanes.items()) if lane.pending}
 
 
-async def _validated(model: type[BaseModel], raw: Any, size: int) -> BaseModel:
-    """``parse_params`` of values read from a JSON line; off the loop when the line is
-    large (module docstring)."""
+async def _validated(
+    model: type[BaseModel], raw: Any, size: int, line: bytes | None = None
+) -> BaseModel:
+    """``parse_params`` of values read from a JSON line (`line` itself when the call
+    was its only request); off the loop when the line is large (module docstring)."""
 
     def validate() -> BaseModel:
-        with json_values():
+        with json_values(line):
             return parse_params(model, raw)
 
     if size >= OFF_LOOP_BYTES:

@@ -48,6 +48,9 @@ class Call:
     params: Any
     id: JsonId
     has_id: bool
+    line: bytes | None = None
+    """The line it was read from when it is the line's only request (a batch member:
+    None): its params may be looked up by their bytes (`handlers.validated_once`)."""
 
 
 @dataclass(frozen=True)
@@ -211,7 +214,7 @@ def _inexact_id(value: Any) -> bool:
     )
 
 
-def _to_call(obj: Any) -> Call | dict[str, Any]:
+def _to_call(obj: Any, line: bytes | None = None) -> Call | dict[str, Any]:
     if not isinstance(obj, dict):
         return error_response(None, INVALID_REQUEST, "invalid request: not a JSON-RPC object")
     raw_id = obj.get("id", _MISSING)
@@ -233,7 +236,7 @@ def _to_call(obj: Any) -> Call | dict[str, Any]:
     params = obj.get("params")
     if params is not None and not isinstance(params, dict | list):
         return error_response(id_, INVALID_REQUEST, "invalid request: params must be structured")
-    return Call(method=method, params=params, id=id_, has_id=has_id)
+    return Call(method=method, params=params, id=id_, has_id=has_id, line=line)
 
 
 def parse_line(line: bytes) -> Parsed:
@@ -255,4 +258,4 @@ def parse_line(line: bytes) -> Parsed:
                 [error_response(None, INVALID_REQUEST, "invalid request: empty batch")], False
             )
         return Parsed([_to_call(item) for item in obj], True)
-    return Parsed([_to_call(obj)], False)
+    return Parsed([_to_call(obj, line)], False)

@@ -7,7 +7,8 @@ order, and every refusal with the plain refusal, byte for byte."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+import json
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -16,6 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import handlers.params as params_module
+import handlers.validated_once as validated_once
+from engine import json_spans
+from engine.compiled import use_compiled
 from handlers.errors import HandlerError
 from handlers.params import (
     MAX_ARRAY_ITEMS,
@@ -172,6 +176,98 @@ def test_memory_release_empties_it() -> None:
     assert len(KNOWN_SURFACE_NODES) == 0
     wire(raw)  # refilled by the next request
     assert len(KNOWN_SURFACE_NODES) == len(raw["surface"])
+
+
+# ---- looked up by the bytes of its request line ------------------------------------
+
+
+def request(raw: Any, encode: Callable[[Any], bytes] = orjson.dumps) -> bytes:
+    return encode({"jsonrpc": "2.0", "id": 7, "method": "agent/pre-step", "params": raw})
+
+
+def wire_line(line: bytes) -> Any:
+    """The request as the dispatcher validates a line's only request: with the line."""
+    with json_values(line):
+        return parse_params(PreStepParams, orjson.loads(line)["params"])
+
+
+class CountingOrjson:
+    """`orjson` as `handlers.validated_once` sees it, counting encodings of a list."""
+
+    def __init__(self) -> None:
+        self.lists = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(orjson, name)
+
+    def dumps(self, value: Any, *args: Any) -> bytes:
+        if type(value) is list:
+            self.lists += 1
+        return orjson.dumps(value, *args)
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[CountingOrjson]:
+    if not json_spans.available():
+        pytest.skip("the compiled look-up is not built here")
+    counter = CountingOrjson()
+    monkeypatch.setattr(validated_once, "orjson", counter)
+    use_compiled(True)
+    yield counter
+    use_compiled(True)
+
+
+def test_a_surface_is_looked_up_in_its_line_without_encoding_it(counted: CountingOrjson) -> None:
+    raw = surface_params()
+    line = request(raw)
+    first = wire_line(line)
+    assert counted.lists == 0 and KNOWN_SURFACE_NODES.misses == len(raw["surface"])
+    again = wire_line(request(raw))
+    assert counted.lists == 0 and KNOWN_SURFACE_NODES.hits == len(raw["surface"])
+    expected = orjson.dumps(plain(raw).model_dump())
+    assert orjson.dumps(first.model_dump()) == orjson.dumps(again.model_dump()) == expected
+    use_compiled(False)  # the rollback: the surface encoded, the same answer
+    assert orjson.dumps(wire_line(line).model_dump()) == expected
+    assert counted.lists == 1
+
+
+def test_a_surface_that_grew_is_known_up_to_its_new_nodes(counted: CountingOrjson) -> None:
+    raw = surface_params()
+    wire_line(request(raw))
+    grown = copy.deepcopy(raw)
+    extra = Surface()
+    extra.turn_pair(9, 40)
+    grown["surface"] += pre_step_params(extra, session="once")["surface"][-2:]
+    misses = KNOWN_SURFACE_NODES.misses
+    got = wire_line(request(grown))
+    assert KNOWN_SURFACE_NODES.hits == len(raw["surface"])
+    assert KNOWN_SURFACE_NODES.misses == misses + 2
+    assert counted.lists == 0
+    assert orjson.dumps(got.model_dump()) == orjson.dumps(plain(grown).model_dump())
+
+
+WRITINGS: dict[str, Callable[[Any], bytes]] = {
+    "spaced, ASCII escapes": lambda d: json.dumps(d).encode(),
+    "indented": lambda d: json.dumps(d, ensure_ascii=False, indent=2).encode(),
+    "keys escaped": lambda d: json.dumps(d).replace('"surface"', '"\\u0073urface"').encode(),
+}
+
+
+@pytest.mark.parametrize("writing", sorted(WRITINGS))
+def test_a_surface_written_another_way_reads_and_refuses_as_plain_validation(
+    counted: CountingOrjson, writing: str
+) -> None:
+    raw = surface_params()
+    wire_line(request(raw))  # remembered as orjson writes it
+    encode = WRITINGS[writing]
+    expected = orjson.dumps(plain(raw).model_dump())
+    assert orjson.dumps(wire_line(request(raw, encode)).model_dump()) == expected
+    assert orjson.dumps(wire_line(request(raw, encode)).model_dump()) == expected
+    bad = copy.deepcopy(raw)
+    bad["surface"][3]["message"]["content"] = 7
+    refused = outcome(plain, bad)
+    assert b'"code":-32602' in refused
+    assert outcome(lambda r: wire_line(request(r, encode)), bad) == refused
 
 
 # ---- the shape limits -----------------------------------------------------------------

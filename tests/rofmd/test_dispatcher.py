@@ -14,6 +14,7 @@ import pytest
 from anyio.abc import TaskGroup
 from pydantic import BaseModel
 
+import handlers.validated_once as validated_once
 from handlers.app import App, Paths
 from handlers.config_state import ConfigState
 from handlers.context import ConnectionState, RequestContext
@@ -247,3 +248,37 @@ async def test_a_large_request_is_validated_off_the_loop_with_the_same_answers(
         -32602,
         -32602,
     ]
+
+
+async def test_the_line_of_a_lone_request_reaches_its_validation_on_and_off_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What lets a surface be looked up by the bytes its line writes it in
+    (`handlers.validated_once.json_values`): the call's line, wherever the params are
+    checked; none for a call without one (a batch member)."""
+    seen: list[Any] = []
+    real = parse_params
+
+    def recording(model: Any, raw: Any) -> Any:
+        seen.append(validated_once._LINE.get())
+        return real(model, raw)
+
+    async def handler(app: App, p: Any, ctx: RequestContext) -> dict[str, Any]:
+        return {}
+
+    _install(monkeypatch, handler, SleepParams)
+    monkeypatch.setattr(dispatcher_mod, "parse_params", recording)
+    monkeypatch.setattr(dispatcher_mod, "OFF_LOOP_BYTES", 1000)
+    line = b'{"jsonrpc":"2.0","id":1,"method":"test/op","params":{"ms":0}}'
+    for size in (10, 5000):
+        replies = _Replies()
+        replies.expected = 2
+        async with anyio.create_task_group() as tg:
+            d = _dispatcher(tmp_path, tg, 5, 5)
+            lone = Call(method="test/op", params={"ms": 0}, id=1, has_id=True, line=line)
+            member = Call(method="test/op", params={"ms": 0}, id=2, has_id=True)
+            d.submit(lone, ConnectionState(conn_id=1), replies, size=size)
+            d.submit(member, ConnectionState(conn_id=1), replies, size=size)
+            with anyio.fail_after(5):
+                await replies.done.wait()
+    assert seen == [(line, "params"), None] * 2

@@ -132,3 +132,14 @@ def test_any_integer_id_round_trips_exactly(value: int) -> None:
 def test_params_beside_a_big_id_read_as_orjson_reads_them(params: Any) -> None:
     line = json.dumps({"jsonrpc": "2.0", "id": 10**30, "method": "x", "params": [params]})
     assert only_call(line.encode()).params == orjson.loads(line)["params"]
+
+
+def test_a_lone_request_keeps_its_line_and_batch_members_do_not() -> None:
+    """The line lets the params be looked up by their bytes (`handlers.validated_once`);
+    a batch's line holds several requests' params, so its members get none."""
+    line = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":[1]}}'
+    (call,) = parse_line(line).calls
+    assert isinstance(call, Call) and call.line == line
+    batch = b"[" + line + b"," + line.replace(b'"id":1', b'"id":2') + b"]"
+    members = parse_line(batch).calls
+    assert [m.line for m in members if isinstance(m, Call)] == [None, None]
