@@ -225,17 +225,39 @@ def check_recall_loops(settings: DaemonSettings) -> Check:
     NumPy path serves, the same picks, slower)."""
     from engine.relevance import kernels
 
-    state = kernels.state(settings.kernels)
+    return _compiled_check(
+        "recall loops",
+        kernels.state(settings.kernels),
+        "the ranked recall runs on its NumPy path (the same picks, slower)",
+    )
+
+
+def check_surface_lookup(settings: DaemonSettings) -> Check:
+    """Whether the pre-step surface's look-up in its request line is built (optional:
+    without it the surface is encoded to be looked up, the same answers, slower)."""
+    from engine import json_spans
+
+    built = json_spans.available()
+    state = "not built" if not built else ("on" if settings.kernels else "off")
+    return _compiled_check(
+        "surface look-up",
+        state,
+        "a pre-step's surface is encoded to be looked up (the same answers, slower)",
+    )
+
+
+def _compiled_check(name: str, state: str, without: str) -> Check:
+    """A compiled module's line (`engine.compiled`): never a failure."""
     if state == "not built":
         return Check(
-            "recall loops",
+            name,
             True,
-            "not compiled: the ranked recall runs on its NumPy path (the same picks, slower)",
-            "install a C compiler and run `make` (or `pip install` rofmd again) to build them",
+            f"not compiled: {without}",
+            "install a C compiler and run `make` (or `pip install` rofmd again) to build it",
         )
     if state == "off":
-        return Check("recall loops", True, "compiled, turned off by ROFMD_KERNELS=false")
-    return Check("recall loops", True, "compiled")
+        return Check(name, True, "compiled, turned off by ROFMD_KERNELS=false")
+    return Check(name, True, "compiled")
 
 
 def run_checks(
@@ -272,5 +294,6 @@ def run_checks(
     ]
     if seen.compat is not None:
         checks.append(check_compat(seen.compat))
-    checks.append(check_recall_loops(settings))  # never a failure: last
+    checks.append(check_recall_loops(settings))  # never failures: last
+    checks.append(check_surface_lookup(settings))
     return checks

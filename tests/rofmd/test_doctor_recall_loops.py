@@ -1,12 +1,14 @@
-"""`rofmd doctor`'s line on the ranked recall's compiled loops: built, turned off, or
-not built (never a failure: the NumPy path serves, and the line says how to build them)."""
+"""`rofmd doctor`'s lines on the compiled modules (the ranked recall's loops, the
+surface's look-up in its line): built, turned off, or not built (never a failure: the
+Python path serves, and the line says how to build them)."""
 
 from __future__ import annotations
 
 import pytest
 
+from engine import json_spans
 from engine.relevance import kernels
-from rofmd.cli.doctor import check_recall_loops
+from rofmd.cli.doctor import check_recall_loops, check_surface_lookup
 from rofmd.server.settings import DaemonSettings
 
 
@@ -20,3 +22,16 @@ def test_built_off_and_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kernels, "available", lambda: False)
     missing = check_recall_loops(DaemonSettings(kernels=True))
     assert missing.ok and "NumPy path" in missing.detail and "C compiler" in missing.hint
+
+
+def test_the_surface_lookup_built_off_and_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The other compiled module's line: the same three states, never a failure."""
+    built = json_spans.available()
+    on = check_surface_lookup(DaemonSettings(kernels=True))
+    off = check_surface_lookup(DaemonSettings(kernels=False))
+    assert on.name == "surface look-up" and on.ok and off.ok
+    if built:
+        assert on.detail == "compiled" and "ROFMD_KERNELS=false" in off.detail
+    monkeypatch.setattr(json_spans, "available", lambda: False)
+    missing = check_surface_lookup(DaemonSettings(kernels=True))
+    assert missing.ok and "encoded" in missing.detail and "C compiler" in missing.hint
