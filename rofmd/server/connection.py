@@ -129,7 +129,8 @@ class Connection:
                 if nl > self._max:
                     await self._too_long()
                     return
-                line = bytes(buf[:nl])
+                with memoryview(buf) as view, view[:nl] as head:
+                    line = head.tobytes()  # one copy (`bytes(buf[:nl])` made two)
                 del buf[: nl + 1]
                 scan_from = 0
                 self._handle_line(line)
