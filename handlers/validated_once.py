@@ -247,33 +247,34 @@ class ValidatedOnce:
         (`engine.json_spans`), compared instead of an encoding of ``values``."""
         if not values:
             return Recalled(values, [])
-        given = written is not None and len(written[1]) == len(values)
-        if written is not None and given:
-            whole, ends = written[0], list(written[1])
+        line_ends: list[int] | None = None  # where each value ends, when the line says
+        if written is not None and len(written[1]) == len(values):
+            whole, line_ends = written
         else:
             try:
                 whole = orjson.dumps(values)
             except TypeError:  # a value orjson does not write: each is looked up (or not)
                 return Recalled(values, self._each_found(values))
-            ends = []
         rememberable = True
         with self._lock:
             known, shared = self._longest_shared(whole, len(values))
             if known is not None and shared == len(values):
                 return Recalled(values, known.found[:shared])
             found: list[Any] = known.found[:shared] if known is not None else []
-            if not given:
+            if line_ends is not None:
+                ends = list(line_ends)
+            else:  # the shared values' ends, then each new value's, added up below
                 ends = known.ends[:shared] if known is not None else []
             keys: dict[int, bytes] = {}
-            end = ends[-1] if ends and not given else 0
+            end = ends[-1] if ends else 0
             for i in range(shared, len(values)):
                 try:
                     key = orjson.dumps(values[i])
-                except TypeError:  # only when the line was given: looked up by no one
+                except TypeError:  # only from a line: orjson wrote the whole list otherwise
                     found.append(UNKNOWN)
                     rememberable = False
                     continue
-                if not given:
+                if line_ends is None:
                     end += 1 + len(key)  # "[" or "," before each value
                     ends.append(end)
                 validated = self._touch(key)
