@@ -38,6 +38,13 @@ class CompiledModule(Generic[M]):
         """The module when it is built and turned on, else None."""
         return self._module if self._on else None
 
+    def state(self, wanted: bool) -> str:
+        """What `ROFMD_KERNELS` = `wanted` gives: `on`, `off` or `not built` (what
+        `status` and `rofmd doctor` say)."""
+        if not self.available():
+            return "not built"
+        return "on" if wanted else "off"
+
     def use(self, on: bool) -> bool:
         """Turn the module on or off; whether it is now in use."""
         self._on = on and self._module is not None

@@ -21,7 +21,7 @@ from typing import Protocol
 
 from engine.compiled import CompiledModule
 
-__all__ = ["Compiled", "active", "available", "member_items"]
+__all__ = ["Compiled", "active", "available", "member_items", "state"]
 
 
 class Compiled(Protocol):
@@ -40,6 +40,11 @@ _module: CompiledModule[Compiled] = CompiledModule("engine._jsonspans")
 def available() -> bool:
     """Whether the compiled module was built and loads."""
     return _module.available()
+
+
+def state(wanted: bool) -> str:
+    """`on`, `off` or `not built` for `ROFMD_KERNELS` = `wanted` (`rofmd doctor`)."""
+    return _module.state(wanted)
 
 
 def active() -> Compiled | None:

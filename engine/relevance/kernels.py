@@ -75,9 +75,7 @@ def active() -> Compiled | None:
 def state(wanted: bool) -> str:
     """What `ROFMD_KERNELS` = `wanted` gives: `on`, `off` or `not built` (the NumPy path
     serves either way but the first): what `status` and `rofmd doctor` say."""
-    if not available():
-        return "not built"
-    return "on" if wanted else "off"
+    return _loops.state(wanted)
 
 
 def use_kernels(on: bool) -> bool:

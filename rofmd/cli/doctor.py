@@ -237,11 +237,9 @@ def check_surface_lookup(settings: DaemonSettings) -> Check:
     without it the surface is encoded to be looked up, the same answers, slower)."""
     from engine import json_spans
 
-    built = json_spans.available()
-    state = "not built" if not built else ("on" if settings.kernels else "off")
     return _compiled_check(
         "surface look-up",
-        state,
+        json_spans.state(settings.kernels),
         "a pre-step's surface is encoded to be looked up (the same answers, slower)",
     )
 

@@ -19,7 +19,7 @@ def test_built_off_and_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     assert on.ok and off.ok
     if built:
         assert on.detail == "compiled" and "ROFMD_KERNELS=false" in off.detail
-    monkeypatch.setattr(kernels, "available", lambda: False)
+    monkeypatch.setattr(kernels._loops, "_module", None)  # as where it was not built
     missing = check_recall_loops(DaemonSettings(kernels=True))
     assert missing.ok and "NumPy path" in missing.detail and "C compiler" in missing.hint
 
@@ -32,6 +32,6 @@ def test_the_surface_lookup_built_off_and_missing(monkeypatch: pytest.MonkeyPatc
     assert on.name == "surface look-up" and on.ok and off.ok
     if built:
         assert on.detail == "compiled" and "ROFMD_KERNELS=false" in off.detail
-    monkeypatch.setattr(json_spans, "available", lambda: False)
+    monkeypatch.setattr(json_spans._module, "_module", None)  # as where it was not built
     missing = check_surface_lookup(DaemonSettings(kernels=True))
     assert missing.ok and "encoded" in missing.detail and "C compiler" in missing.hint
