@@ -4,11 +4,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# The compiled modules (optional; hatch_build.py): the ranked recall's loops and the
-# surface's look-up in its request line, rebuilt when a source changes. Without a C
+# The compiled modules (optional; hatch_build.py): the ranked recall's loops, the
+# surface's look-up in its request line and a store directory's listing, rebuilt when a
+# source changes. Without a C
 # compiler it says so and everything runs on its Python path.
 EXT := $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX') or '.so')" 2>/dev/null)
-KERNELS := engine/relevance/_kernels$(EXT) engine/_jsonspans$(EXT)
+KERNELS := engine/relevance/_kernels$(EXT) engine/_jsonspans$(EXT) engine/store/_dirlist$(EXT)
 
 .PHONY: run test lint typecheck unit bridge-test bench eval demo clean venv
 
@@ -18,7 +19,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-$(KERNELS): engine/relevance/_kernels.c engine/_jsonspans.c hatch_build.py | $(STAMP)
+$(KERNELS): engine/relevance/_kernels.c engine/_jsonspans.c engine/store/_dirlist.c hatch_build.py | $(STAMP)
 	-$(BIN)/python hatch_build.py
 
 venv: $(STAMP) $(KERNELS)

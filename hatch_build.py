@@ -1,6 +1,6 @@
 """Builds rofmd's optional compiled modules (`engine.compiled`): the ranked recall's
-loops (`engine/relevance/_kernels.c`) and the surface's look-up in its request line
-(`engine/_jsonspans.c`).
+loops (`engine/relevance/_kernels.c`), the surface's look-up in its request line
+(`engine/_jsonspans.c`) and a session directory's listing (`engine/store/_dirlist.c`).
 
 They are optional: without a C compiler, or when a build fails, this says so on stderr
 and rofmd runs on its Python paths, the same answers, slower. Two callers:
@@ -32,11 +32,12 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "engine" / "relevance" / "_kernels.c"
-SOURCES = (SOURCE, HERE / "engine" / "_jsonspans.c")
+SOURCES = (SOURCE, HERE / "engine" / "_jsonspans.c", HERE / "engine" / "store" / "_dirlist.c")
 """Every compiled module's source; each module is named after its file."""
 FALLBACK = {
     "_kernels": "the ranked recall runs on its NumPy path (same picks, slower)",
     "_jsonspans": "a pre-step's surface is looked up by encoding it (same answers, slower)",
+    "_dirlist": "a store's directory is listed with os.scandir (same listing, slower)",
 }
 """What runs in each module's place when it is not built."""
 FLAGS = ["-O2", "-fPIC", "-shared", "-std=c11", "-fno-fast-math", "-ffp-contract=off"]

@@ -1,5 +1,5 @@
 """`hatch_build.py` builds the compiled modules (the recall loops, the surface's look-up
-in its line) where a C compiler is, and says why it did not, without failing, where none
+in its line, a store directory's listing) where a C compiler is, and says why it did not, without failing, where none
 is: their Python paths then serve."""
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ def test_every_compiled_module_builds_and_loads(tmp_path: Path) -> None:
     cc = str(sysconfig.get_config_var("CC") or "cc").split()[0]
     if shutil.which(cc) is None:
         pytest.skip("no C compiler")
-    for source, function in zip(hatch_build.SOURCES, ("score_top", "member_items"), strict=True):
+    functions = ("score_top", "member_items", "folders_and_others")
+    for source, function in zip(hatch_build.SOURCES, functions, strict=True):
         built = hatch_build.compile_kernels(tmp_path / source.stem, source)
         assert built is not None and built.name == hatch_build.module_name(source)
         spec = importlib.util.spec_from_file_location(source.stem, built)
@@ -67,3 +68,6 @@ def test_a_module_that_does_not_build_says_what_serves_instead(
     assert hatch_build.compile_kernels(tmp_path, hatch_build.SOURCES[1]) is None
     err = capsys.readouterr().err
     assert "_jsonspans.c did not build" in err and "looked up by encoding it" in err
+    assert hatch_build.compile_kernels(tmp_path, hatch_build.SOURCES[2]) is None
+    err = capsys.readouterr().err
+    assert "_dirlist.c did not build" in err and "listed with os.scandir" in err

@@ -39,13 +39,13 @@ import operator
 import os
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from itertools import compress
 from typing import Any
 
 from pydantic import ValidationError
 
 from engine import jsonio
 from engine.jsonio import CorruptJSONError, is_temp_name, read_json
+from engine.store.dir_listing import DIR, FILE, listing
 from engine.store.errors import CorruptFolderError
 from engine.store.folders import read_meta, validate_folder
 from engine.store.ids import folder_ids_among, is_folder_id, is_safe_name
@@ -65,8 +65,6 @@ from engine.store.records import FolderMeta, JournalRecord, index_row_from_meta
 __all__ = ["CorruptFolder", "JournalOutcome", "LoadReport", "RecoveredState", "recover"]
 
 _ID = operator.attrgetter("id")
-_NAME = operator.attrgetter("name")
-_IS_DIR = operator.methodcaller("is_dir", follow_symlinks=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,22 +194,15 @@ class _Recovery:
     def scan(self) -> tuple[list[str], list[str]]:
         journals: list[str] = []
         staging: list[str] = []
-        with os.scandir(self.paths.dir) as it:
-            listing = list(it)
-        # the folders first, at C speed (nearly every name; no other kind of name below
-        # starts with ``mem-``), then the few other names one by one, in listing order
-        names = list(map(_NAME, listing))
-        dirs = list(compress(names, map(_IS_DIR, listing)))
-        self.folder_dirs = set(folder_ids_among(dirs))
-        others = compress(listing, map(operator.not_, map(self.folder_dirs.__contains__, names)))
-        for entry in others:
-            name = entry.name
-            if is_temp_name(name) and entry.is_file(follow_symlinks=False):
+        # the folders, then the few other names one by one, in listing order
+        self.folder_dirs, others = listing(self.paths.dir)
+        for name, kind in others:
+            if is_temp_name(name) and kind == FILE:
                 jsonio.fs.unlink(self.paths.dir / name)
                 self.report.temp_removed.append(name)
             elif name.startswith(JOURNAL_PREFIX) and name.endswith(".json"):
                 journals.append(name)
-            elif name.startswith(STAGING_PREFIX) and entry.is_dir(follow_symlinks=False):
+            elif name.startswith(STAGING_PREFIX) and kind == DIR:
                 staging.append(name)
         if self.paths.images_dir.is_dir():
             with os.scandir(self.paths.images_dir) as it:

@@ -244,6 +244,18 @@ def check_surface_lookup(settings: DaemonSettings) -> Check:
     )
 
 
+def check_store_listing(settings: DaemonSettings) -> Check:
+    """Whether a store directory's compiled listing is built (optional: without it
+    `os.scandir` lists it, the same listing, slower)."""
+    from engine.store import dir_listing
+
+    return _compiled_check(
+        "store listing",
+        dir_listing.state(settings.kernels),
+        "a store's directory is listed with os.scandir (the same listing, slower)",
+    )
+
+
 def _compiled_check(name: str, state: str, without: str) -> Check:
     """A compiled module's line (`engine.compiled`): never a failure."""
     if state == "not built":
@@ -294,4 +306,5 @@ def run_checks(
         checks.append(check_compat(seen.compat))
     checks.append(check_recall_loops(settings))  # never failures: last
     checks.append(check_surface_lookup(settings))
+    checks.append(check_store_listing(settings))
     return checks

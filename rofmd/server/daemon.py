@@ -23,8 +23,10 @@ import anyio
 import structlog
 from anyio.abc import SocketListener, SocketStream, TaskGroup
 
+from engine import json_spans
 from engine.compiled import use_compiled
 from engine.relevance.kernels import state as kernels_state
+from engine.store import dir_listing
 from handlers.app import App, Paths
 from handlers.config_state import ConfigState
 from handlers.context import ConnectionState
@@ -125,6 +127,17 @@ class Daemon:
             "memory": self.memory.status(),
             "tailer": self._tailer_status(),
             "kernels": kernels_state(self.settings.kernels),
+            "compiled": self._compiled(),
+        }
+
+    def _compiled(self) -> dict[str, str]:
+        """Each compiled module's state (`engine.compiled`); ``kernels`` above is the
+        recall loops' alone, as it always was."""
+        wanted = self.settings.kernels
+        return {
+            "recallLoops": kernels_state(wanted),
+            "surfaceLookup": json_spans.state(wanted),
+            "storeListing": dir_listing.state(wanted),
         }
 
     def _tailer_status(self) -> dict[str, Any]:

@@ -54,9 +54,11 @@ def test_ping_initialize_status(daemon: DaemonProcess) -> None:
         "queueDepths",
         "tailer",
         "kernels",
+        "compiled",
     ):
         assert key in status, key
     assert status["kernels"] in ("on", "not built")
+    assert set(status["compiled"]) == {"recallLoops", "surfaceLookup", "storeListing"}
     assert status["pid"] == daemon.proc.pid
     assert status["memoryRoot"] == str(daemon.memory_root)
     assert status["config"]["generation"] == 1

@@ -70,6 +70,7 @@ def test_the_wheel_carries_the_compiled_recall_loops_when_they_build(wheel: Path
     names = zipfile.ZipFile(wheel).namelist()
     assert f"rofmd/_engine/relevance/_kernels{suffix}" in names
     assert f"rofmd/_engine/_jsonspans{suffix}" in names  # beside its source, as in the tree
+    assert f"rofmd/_engine/store/_dirlist{suffix}" in names
     assert "-py3-none-any" not in wheel.name
 
 
@@ -92,6 +93,7 @@ def test_an_installed_rofmd_loads_its_own_layers_before_anyone_elses(
         "print(load_config(None, {}).config.recall.mode)\n"
         "from engine.relevance import kernels; print(kernels.available())\n"
         "from engine import json_spans; print(json_spans.available())\n"
+        "from engine.store import dir_listing; print(dir_listing.state(True) == 'on')\n"
     )
 
     def python(*args: str) -> subprocess.CompletedProcess[str]:
@@ -119,5 +121,9 @@ def test_an_installed_rofmd_loads_its_own_layers_before_anyone_elses(
     assert lines[4] == str(compiled)  # the wheel's own compiled loops load from it
     spans = any(n.startswith("rofmd/_engine/_jsonspans") for n in zipfile.ZipFile(wheel).namelist())
     assert lines[5] == str(spans)
+    listing = any(
+        n.startswith("rofmd/_engine/store/_dirlist") for n in zipfile.ZipFile(wheel).namelist()
+    )
+    assert lines[6] == str(listing)
     version = python("-m", "rofmd", "--version")
     assert version.returncode == 0 and version.stdout.startswith("rofmd "), version.stderr
