@@ -397,8 +397,8 @@ class _Recovery:
             self.report.adopted.append(meta.id)
 
     def missing(self) -> None:
-        if not self.entries.keys() - self.folder_dirs:
-            return  # every indexed folder is there (a set difference, at C speed)
+        if self.entries.keys() <= self.folder_dirs:
+            return  # every indexed folder is there (at C speed, and no set is made)
         for folder_id in [f for f in self.entries if f not in self.folder_dirs]:
             self._drop(folder_id)
             if folder_id not in self.removed:
