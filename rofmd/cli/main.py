@@ -124,7 +124,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         f"sessions     {result.get('sessionsLoaded')} loaded   connections "
         f"{result.get('connections')}   in flight {result.get('inFlight')}",
         "counters     " + (", ".join(f"{k} {v}" for k, v in sorted(counters.items())) or "none"),
-        f"recall loops compiled: {result.get('kernels', '?')}",
+        _compiled_line(result),
     ]
     for client in result.get("clients") or []:
         host = client.get("host") or {}
@@ -152,6 +152,24 @@ def cmd_status(args: argparse.Namespace) -> int:
         )
     print("\n".join(lines))
     return 0
+
+
+_COMPILED = (
+    ("recallLoops", "recall loops"),
+    ("surfaceLookup", "surface look-up"),
+    ("storeListing", "store listing"),
+)
+
+
+def _compiled_line(result: dict[str, Any]) -> str:
+    """Each compiled module's state (`status.compiled`); a daemon older than that
+    field says the recall loops' alone."""
+    compiled = result.get("compiled")
+    if not isinstance(compiled, dict):
+        return f"recall loops compiled: {result.get('kernels', '?')}"
+    return "compiled     " + ", ".join(
+        f"{label} {compiled.get(key, '?')}" for key, label in _COMPILED
+    )
 
 
 def compat_lines(result: dict[str, Any]) -> list[str]:

@@ -43,3 +43,18 @@ def test_a_healthy_daemon_shows_neither(
     assert cli.cmd_status(argparse.Namespace(json=False, socket_path=None)) == 0
     out = capsys.readouterr().out
     assert "config warn" not in out and "telemetry" not in out
+
+
+def test_each_compiled_module_is_named(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`status.compiled` on one line, module by module; a daemon that predates it says
+    the recall loops' state, as it always did."""
+    compiled = {"recallLoops": "on", "surfaceLookup": "on", "storeListing": "not built"}
+    _status(monkeypatch, {"version": "1", "kernels": "on", "compiled": compiled})
+    assert cli.cmd_status(argparse.Namespace(json=False, socket_path=None)) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "compiled     recall loops on, surface look-up on, store listing not built" in out
+    _status(monkeypatch, {"version": "1", "kernels": "off"})
+    assert cli.cmd_status(argparse.Namespace(json=False, socket_path=None)) == 0
+    assert "recall loops compiled: off" in capsys.readouterr().out.splitlines()
