@@ -84,6 +84,11 @@ static void fill(DIR *dir, Batch *b, struct dirent **pending, int stat_all) {
             continue;
         }
         if (b->count == BATCH_NAMES || b->used + len > BATCH_BYTES) {
+            if (b->count == 0) { /* a name longer than a whole batch: no file system has one */
+                b->error = ENAMETOOLONG;
+                b->done = 1;
+                return;
+            }
             *pending = d; /* readdir's buffer holds it until the next readdir call */
             return;
         }
