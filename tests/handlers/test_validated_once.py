@@ -99,6 +99,72 @@ def test_a_node_validation_rewrites_is_handed_on_rewritten_and_never_shared() ->
     assert one is not two and one["message"] is not two["message"]
 
 
+class DecodeCounting:
+    """`orjson` as `handlers.validated_once` sees it, counting decodings."""
+
+    def __init__(self) -> None:
+        self.decoded = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(orjson, name)
+
+    def loads(self, data: Any) -> Any:
+        self.decoded += 1
+        return orjson.loads(data)
+
+
+def test_a_node_whose_form_only_moves_its_keys_is_not_decoded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A tool result written toolCallId before content validates into its shape's order:
+    remembered as those key moves, a later request's node is handed on with its own
+    keys moved, the same bytes as plain validation, with no decoding; a node whose
+    values validation changed (5.0 read as 5) is still decoded."""
+    raw = surface_params()
+    tools = [n for n in raw["surface"] if n["message"].get("toolCallId") is not None]
+    assert tools and list(tools[0]["message"]).index("toolCallId") < list(
+        tools[0]["message"]
+    ).index("content")  # the hosts' order, which the shape lists otherwise
+    wire(raw)
+    counting = DecodeCounting()
+    monkeypatch.setattr(validated_once, "orjson", counting)
+    again = wire(raw)
+    assert counting.decoded == 0 and KNOWN_SURFACE_NODES.hits == len(raw["surface"])
+    assert orjson.dumps(again.model_dump()) == orjson.dumps(plain(raw).model_dump())
+    coerced = copy.deepcopy(raw)
+    coerced["surface"][3]["seq"] = float(coerced["surface"][3]["seq"])
+    wire(coerced)
+    counting.decoded = 0
+    got = wire(coerced)
+    assert counting.decoded == 1  # that one node, from its remembered JSON
+    assert orjson.dumps(got.model_dump()) == orjson.dumps(plain(coerced).model_dump())
+
+
+@pytest.mark.parametrize(
+    ("value", "validated", "moves"),
+    [
+        ({"a": 1, "b": [2]}, {"b": [2], "a": 1}, [((), ("b", "a"))]),
+        ({"n": [{"x": 1, "y": "s"}]}, {"n": [{"y": "s", "x": 1}]}, [(("n", 0), ("y", "x"))]),
+        ({"a": 1}, {"a": 1}, None),  # no move: the same form (remembered as None)
+        ({"a": 1, "b": 2}, {"b": 2, "a": 1.0}, None),  # 1 and 1.0: another JSON
+        ({"a": True}, {"a": 1}, None),
+        ({"a": 1, "b": 2}, {"b": 2}, None),  # a key dropped
+        ({"a": [1, 2]}, {"a": [1]}, None),
+        ({"a": "x", "b": 1}, {"b": 1, "a": "y"}, None),
+    ],
+)
+def test_key_moves_are_found_only_where_nothing_else_changed(
+    value: Any, validated: Any, moves: Any
+) -> None:
+    found = validated_once._reordering(value, validated)
+    if moves is None:
+        assert found is None
+        return
+    assert found is not None and sorted(found.moves) == sorted(moves)
+    moved = found.apply(copy.deepcopy(value))
+    assert orjson.dumps(moved) == orjson.dumps(validated)
+
+
 @pytest.mark.parametrize(
     ("path", "value"),
     [
