@@ -4,48 +4,33 @@ built (never a failure: the Python path serves, and the line says how to build t
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
 from engine import json_spans
+from engine.compiled import CompiledModule
 from engine.relevance import kernels
 from engine.store import dir_listing
-from rofmd.cli.doctor import check_recall_loops, check_store_listing, check_surface_lookup
+from rofmd.cli.doctor import Check, check_recall_loops, check_store_listing, check_surface_lookup
 from rofmd.server.settings import DaemonSettings
 
+LINES: dict[str, tuple[Callable[[DaemonSettings], Check], CompiledModule[Any], str]] = {
+    "recall loops": (check_recall_loops, kernels._loops, "NumPy path"),
+    "surface look-up": (check_surface_lookup, json_spans._module, "encoded"),
+    "store listing": (check_store_listing, dir_listing._module, "os.scandir"),
+}
 
-def test_built_off_and_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    built = kernels.available()
-    on = check_recall_loops(DaemonSettings(kernels=True))
-    off = check_recall_loops(DaemonSettings(kernels=False))
-    assert on.ok and off.ok
-    if built:
+
+@pytest.mark.parametrize("name", sorted(LINES))
+def test_built_off_and_missing(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    check, module, without = LINES[name]
+    on = check(DaemonSettings(kernels=True))
+    off = check(DaemonSettings(kernels=False))
+    assert on.name == name and on.ok and off.ok
+    if module.available():
         assert on.detail == "compiled" and "ROFMD_KERNELS=false" in off.detail
-    monkeypatch.setattr(kernels._loops, "_module", None)  # as where it was not built
-    missing = check_recall_loops(DaemonSettings(kernels=True))
-    assert missing.ok and "NumPy path" in missing.detail and "C compiler" in missing.hint
-
-
-def test_the_surface_lookup_built_off_and_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The other compiled module's line: the same three states, never a failure."""
-    built = json_spans.available()
-    on = check_surface_lookup(DaemonSettings(kernels=True))
-    off = check_surface_lookup(DaemonSettings(kernels=False))
-    assert on.name == "surface look-up" and on.ok and off.ok
-    if built:
-        assert on.detail == "compiled" and "ROFMD_KERNELS=false" in off.detail
-    monkeypatch.setattr(json_spans._module, "_module", None)  # as where it was not built
-    missing = check_surface_lookup(DaemonSettings(kernels=True))
-    assert missing.ok and "encoded" in missing.detail and "C compiler" in missing.hint
-
-
-def test_the_store_listing_built_off_and_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The third module's line: the same three states, never a failure."""
-    built = dir_listing.state(True) == "on"
-    on = check_store_listing(DaemonSettings(kernels=True))
-    off = check_store_listing(DaemonSettings(kernels=False))
-    assert on.name == "store listing" and on.ok and off.ok
-    if built:
-        assert on.detail == "compiled" and "ROFMD_KERNELS=false" in off.detail
-    monkeypatch.setattr(dir_listing._module, "_module", None)  # as where it was not built
-    missing = check_store_listing(DaemonSettings(kernels=True))
-    assert missing.ok and "os.scandir" in missing.detail and "C compiler" in missing.hint
+    monkeypatch.setattr(module, "_module", None)  # as where it was not built
+    missing = check(DaemonSettings(kernels=True))
+    assert missing.ok and without in missing.detail and "C compiler" in missing.hint
