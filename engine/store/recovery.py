@@ -29,6 +29,11 @@ directory. It makes the directory consistent again after any crash:
   when it picks it);
 * index entries whose folder is gone are dropped (reported).
 
+The last two are passes over every folder id (25–30 ms at 10⁵ folders in a starting
+daemon). When the index as loaded named exactly the folders listed and nothing added or
+dropped an entry since (no log line, no reindex marker, no journal), neither can find
+anything, and they are not made.
+
 Index and image-index writes happen before journals are deleted, so a crash
 during recovery is itself recovered by the next load.
 """
@@ -155,6 +160,8 @@ class _Recovery:
         self.images = ImagesIndex(paths)
         self.images_changed = False
         self.folder_dirs: set[str] = set()
+        self.listed_exactly = False
+        """The index as loaded named exactly the listing's folders (:meth:`_take_all`)."""
         self.removed: set[str] = set()
         self.to_unlink: list[Any] = []
         self.log_bytes = 0
@@ -232,10 +239,12 @@ class _Recovery:
             return False
         # each names a folder on disk (the listing's folder ids, found by the same rule),
         # else each is checked
-        if not entries.keys() <= self.folder_dirs and len(folder_ids_among(ids)) != len(ids):
+        listed = entries.keys() <= self.folder_dirs
+        if not listed and len(folder_ids_among(ids)) != len(ids):
             return False
         self.entries = entries
         self._by_key, self._loaded = None, checked
+        self.listed_exactly = listed and len(entries) == len(self.folder_dirs)
         return True
 
     def _take(self, entry: Any) -> None:
@@ -260,10 +269,11 @@ class _Recovery:
         if replay.conflicts or replay.invalid or replay.reread:
             self.index_changed = True  # fold the log in now: it disagrees with index.json
 
-    def apply_reindex_marker(self) -> None:
+    def apply_reindex_marker(self) -> bool:
+        """Re-read the metas the marker lists into their entries; whether there was one."""
         marker = self.paths.reindex_marker
         if not marker.exists():
-            return
+            return False
         try:
             doc = read_json(marker)
             ids = [i for i in doc.get("folders", []) if isinstance(i, str)]
@@ -283,6 +293,7 @@ class _Recovery:
             self.report.reindexed.append(folder_id)
             self.index_changed = True
         self.to_unlink.append(marker)
+        return True
 
     def journal(self, name: str) -> None:
         path = self.paths.dir / name
@@ -413,14 +424,19 @@ def recover(paths: SessionPaths) -> RecoveredState:
     journals, staging = rec.scan()
     extra = rec.load_index(identity)
     rec.replay_log()
-    rec.apply_reindex_marker()
+    marked = rec.apply_reindex_marker()
     for name in journals:
         rec.journal(name)
     for name in staging:
         jsonio.fs.rmtree(paths.dir / name)
         rec.report.temp_removed.append(name)
-    rec.orphans()
-    rec.missing()
+    # the index as loaded named exactly the folders listed, and nothing since added or
+    # dropped an entry (no log line, no reindex marker, no journal): no folder is an
+    # orphan and none is missing, without two more passes over 10^5 ids
+    exact = rec.listed_exactly and not rec.report.log_records and not marked and not journals
+    if not exact:
+        rec.orphans()
+        rec.missing()
     index_bytes = file_size(paths.index)
     if rec.index_changed and (rec.entries or rec.report.index_status != "missing"):
         index_bytes = write_index(paths, (e.row() for e in rec.entries.values()), extra)
@@ -439,7 +455,7 @@ def recover(paths: SessionPaths) -> RecoveredState:
     # listing's copies go now)
     dirs = rec.folder_dirs
     seen: Collection[str]
-    if len(dirs) == len(rec.entries) and rec.entries.keys() <= dirs:
+    if exact or (len(dirs) == len(rec.entries) and rec.entries.keys() <= dirs):
         seen = tuple(rec.entries)
     else:
         seen = dirs | rec.entries.keys()

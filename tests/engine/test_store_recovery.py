@@ -268,3 +268,61 @@ def test_unknown_index_fields_and_top_level_keys_preserved(tmp_path: Path) -> No
     assert row["pendingEra"] == "legacy"
     assert row["futureField"] == {"x": [1, 2]}
     assert row["alpha"] == 0.7 and row["scored"] is True
+
+
+def _passes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Which of recovery's passes over every folder id ran."""
+    from engine.store import recovery
+
+    ran: list[str] = []
+    for name in ("orphans", "missing"):
+        real = getattr(recovery._Recovery, name)
+
+        def passed(self: Any, real: Any = real, name: str = name) -> None:
+            ran.append(name)
+            real(self)
+
+        monkeypatch.setattr(recovery._Recovery, name, passed)
+    return ran
+
+
+def test_a_clean_open_skips_the_passes_that_find_orphans_and_missing_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index as loaded names exactly the folders listed, and nothing changed an
+    entry since: no folder can be an orphan or missing, and the two passes over every
+    id are not made. The store is what the passes would have left."""
+    store = open_session(tmp_path, "s1")
+    commit(store, "a", 1, 2, 3)
+    ran = _passes(monkeypatch)
+    again = open_session(tmp_path, "s1")
+    assert ran == [] and again.load_report.clean
+    assert index_ids(again) == index_ids(store)
+
+
+@pytest.mark.parametrize("change", ["orphan", "missing", "journal", "marker", "log"])
+def test_anything_that_may_change_which_folders_are_indexed_makes_both_passes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    store = open_session(tmp_path, "s1")
+    a, b = commit(store, "a", 1, 2)
+    if change == "orphan":  # a folder the index does not name
+        doc = read_json(store.paths.index)
+        doc["folders"] = [r for r in doc["folders"] if r["id"] != b.id]
+        write_json_atomic(store.paths.index, doc)
+    elif change == "missing":  # an indexed folder gone
+        shutil.rmtree(store.paths.folder(b.id))
+    elif change == "journal":  # an archive a crash left committed
+        commit(store, "j", 3, keep=True)
+    elif change == "marker":  # folders whose rows may lag their metas
+        write_json_atomic(store.paths.reindex_marker, {"folders": [a.id]})
+    else:  # a row changed since index.json was written
+        store.update_meta(a.id, {"alpha": 0.9})
+        assert store.paths.index_log.exists()
+    ran = _passes(monkeypatch)
+    again = open_session(tmp_path, "s1")
+    assert ran == ["orphans", "missing"]
+    if change == "orphan":
+        assert again.load_report.adopted == [b.id]
+    if change == "missing":
+        assert again.load_report.missing_folders == [b.id]
