@@ -195,6 +195,16 @@ def _reordering(value: Any, validated: Any) -> _Reordered | None:
     return _Reordered(tuple(moves)) if moves else None
 
 
+def _validated_form(key: bytes, value: Any, validated: Any) -> bytes | _Reordered | None:
+    """What the memory keeps for `value` (whose JSON is `key`) that validated into
+    `validated`: None when that is the same JSON, its key moves when only some keys'
+    order differs, else its JSON. TypeError when orjson does not write `validated`."""
+    result = orjson.dumps(validated)
+    if result == key:
+        return None
+    return _reordering(value, validated) or result
+
+
 def _size(validated: bytes | _Reordered | None) -> int:
     """What a remembered validated form counts for against :data:`MAX_BYTES`."""
     if validated is None:
@@ -327,13 +337,10 @@ class ValidatedOnce:
         out = handler(value)  # raises the validator's own errors
         self.misses += 1
         try:
-            result = orjson.dumps(out)
+            form = _validated_form(key, value, out)
         except TypeError:
             return out
-        if result == key:
-            self._remember(key, None)
-        else:
-            self._remember(key, _reordering(value, out) or result)
+        self._remember(key, form)
         return out
 
     def recall(self, values: list[Any], written: tuple[bytes, list[int]] | None = None) -> Recalled:
@@ -470,9 +477,9 @@ class ValidatedOnce:
         return validate
 
     def _complete(self, rec: Recalled, out: list[Any], missing: list[int]) -> bool:
-        """Fill in what the values validated just now became (None: the same JSON), as
-        their validator remembered it, else encoded again; False when one of them has no
-        JSON form orjson writes (then the list is not remembered as a whole)."""
+        """Fill in what the values validated just now became (:func:`_validated_form`),
+        as their validator remembered it, else worked out again; False when one of them
+        has no JSON form orjson writes (then the list is not remembered as a whole)."""
         assert rec.whole is not None
         found = rec.whole.found
         for i in missing:
@@ -483,10 +490,9 @@ class ValidatedOnce:
                 validated = self._seen.get(key, UNKNOWN)
             if validated is UNKNOWN:
                 try:
-                    result = orjson.dumps(out[i])
+                    validated = _validated_form(key, rec.values[i], out[i])
                 except TypeError:
                     return False
-                validated = None if result == key else result
             found[i] = validated
         return True
 
