@@ -6,8 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # The compiled modules (optional; hatch_build.py): the ranked recall's loops, the
 # surface's look-up in its request line and a store directory's listing, rebuilt when a
-# source changes. Without a C
-# compiler it says so and everything runs on its Python path.
+# source changes. Without a C compiler it says so and everything runs on its Python path.
 EXT := $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX') or '.so')" 2>/dev/null)
 KERNELS := engine/relevance/_kernels$(EXT) engine/_jsonspans$(EXT) engine/store/_dirlist$(EXT)
 
@@ -70,3 +69,4 @@ eval: $(STAMP) $(KERNELS)
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
 	rm -f engine/relevance/_kernels*.so engine/relevance/_kernels*.pyd engine/_jsonspans*.so engine/_jsonspans*.pyd
+	rm -f engine/store/_dirlist*.so engine/store/_dirlist*.pyd

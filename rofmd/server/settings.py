@@ -77,8 +77,9 @@ class DaemonSettings(BaseSettings):
     watch_config: bool = True
     debug_methods: bool = False
     # The compiled modules (engine.compiled: the ranked recall's loops, the surface's
-    # look-up in its request line), when they were built: false runs every caller on its
-    # Python path (the same answers, slower), as without a C compiler.
+    # look-up in its request line, a store directory's listing), when they were built:
+    # false runs every caller on its Python path (the same answers, slower), as without
+    # a C compiler.
     kernels: bool = True
     # The metrics endpoint (rofmd.server.metrics_http): `GET /metrics` on a second Unix socket
     # and/or a loopback TCP port; both off by default (the protocol's `metrics` request
