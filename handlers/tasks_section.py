@@ -21,7 +21,10 @@ last answer (the store's version and telemetry writes, the config and compat sta
 window, the recall and channel flags, the rounds count: `_Quiet`), an answer that counts no round
 (anything but a user turn) takes that block on the event loop, once the waiting times it
 shows are checked: no worker hop, which cost more than the gathering itself (about half
-a millisecond on every pre-step of a session whose folders wait to be scored).
+a millisecond on every pre-step of a session whose folders wait to be scored). The window
+only sizes the block (its budget), which is the same in every window from 80k tokens up
+by default (`scoring.taskMaxTokens`): so another window (another model's) takes the block
+the same way while its budget is the one the block was laid out in.
 """
 
 from __future__ import annotations
@@ -190,7 +193,9 @@ class _Quiet:
     channel: bool
     rounds: int
 
-    def same(self, other: _Quiet) -> bool:
+    def same_lists(self, other: _Quiet) -> bool:
+        """Whether the fallback decision and the lists the block shows are the same for
+        both: everything but the window, which only sizes the block (its budget)."""
         return (
             self.store is other.store
             and self.cfg is other.cfg
@@ -202,7 +207,6 @@ class _Quiet:
             self.version,
             self.stats_writes,
             self.compat,
-            self.window,
             self.has_recall,
             self.channel,
             self.rounds,
@@ -227,22 +231,35 @@ def _quiet_key(
     )
 
 
-def _quiet_block(state: SessionState, quiet: _Quiet, now_ms: int) -> TaskBlock | None:
+def _quiet_block(
+    state: SessionState, quiet: _Quiet, cfg: MemoryConfig, now_ms: int
+) -> TaskBlock | None:
     """The session's last block when a quiet answer got it (`_remember_quiet`) from what
-    `quiet` names, and the waiting times it shows are still those at `now_ms`; else None.
-    A comparison and at most `LIST_LIMIT` age labels, whatever the number of folders: on
-    the event loop."""
+    `quiet` names but the window (`_Quiet.same_lists`), the waiting times it shows are
+    still those at `now_ms` and, in another window, the budget is still the one it was
+    laid out in (any window from 80k tokens up gets `scoring.taskMaxTokens` by default);
+    else None. A comparison and at most `LIST_LIMIT` age labels, whatever the number of
+    folders: on the event loop."""
     last = _LAST_RENDER.get(id(state))
-    if last is None or last[0]() is not state or last[3] is None or not last[3].same(quiet):
+    if last is None or last[0]() is not state or last[3] is None:
+        return None
+    if not last[3].same_lists(quiet):
         return None
     inp, ages = last[1]
-    return last[2] if _ages(inp.pending, now_ms) == ages else None
+    if _ages(inp.pending, now_ms) != ages:
+        return None
+    if quiet.window != last[3].window:
+        if block_budget(state, cfg) != inp.budget_tokens:
+            return None
+        _remember_quiet(state, quiet, last[2])
+    return last[2]
 
 
 def _remember_quiet(state: SessionState, quiet: _Quiet, block: TaskBlock) -> None:
     """`block`, the session's last block, was rendered from what `quiet` names: noted
     beside it, unless the store changed meanwhile (then the next answer gathers again).
-    Called in the worker thread right after the render."""
+    Called in the worker thread right after the render, or on the event loop when a quiet
+    answer in another window took the block (`_quiet_block`)."""
     store = state.store
     if not (
         store is quiet.store
@@ -293,7 +310,7 @@ async def tasks_section_text(app: App, state: SessionState, ctx: RequestContext)
     user_turn = ctx.method == USER_TURN_METHOD
     quiet = None if user_turn else _quiet_key(state, cfg, compat, has_recall, channel)
     if quiet is not None:
-        kept = _quiet_block(state, quiet, ctx.now_ms)
+        kept = _quiet_block(state, quiet, cfg, ctx.now_ms)
         if kept is not None:
             return kept.text
 

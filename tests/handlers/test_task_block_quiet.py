@@ -104,6 +104,43 @@ async def test_a_new_window_is_seen_by_the_next_answer(tmp_path: Path, hops: lis
     assert narrow == fresh(app, state, NOW)
 
 
+async def test_another_window_with_the_same_budget_takes_the_block_without_a_hop(
+    tmp_path: Path, hops: list[object]
+) -> None:
+    """The window only sizes the block: every window from 80k tokens up gets the
+    `scoring.taskMaxTokens` budget (12,000 of 15%), so the block stays; the budget of a
+    smaller one is another, and that block is laid out again."""
+    app, state, _ = await loaded(tmp_path, "s-windows", 12, hops)
+    state.context_window = 128_000
+    first = await answer(app, state, NOW)
+    assert len(hops) == 1
+    for window in (1_000_000, 80_000, 200_000):
+        state.context_window = window
+        assert await answer(app, state, NOW + 1) == first, window
+    assert len(hops) == 1
+    state.context_window = 79_000  # 11,850 tokens: laid out again
+    hops.clear()
+    text = await answer(app, state, NOW + 1)
+    assert len(hops) == 1
+    assert text == fresh(app, state, NOW + 1)
+    state.context_window = 128_000  # gathered again: `fresh` forgot the last block
+    assert await answer(app, state, NOW + 1) == first
+
+
+async def test_another_window_after_a_store_change_gathers_again(
+    tmp_path: Path, hops: list[object]
+) -> None:
+    app, state, ids = await loaded(tmp_path, "s-window-judged", 4, hops)
+    state.context_window = 128_000
+    assert ids[0] in await answer(app, state, NOW)
+    state.store.update_meta(ids[0], {"scored": True, "alpha": 0.5, "beta": 1.0})
+    state.context_window = 256_000  # the same budget
+    hops.clear()
+    text = await answer(app, state, NOW)
+    assert len(hops) == 1 and ids[0] not in text
+    assert text == fresh(app, state, NOW)
+
+
 async def test_telemetry_that_makes_the_session_synthetic_is_seen(
     tmp_path: Path, hops: list[object]
 ) -> None:
