@@ -41,12 +41,14 @@ import functools
 import hashlib
 import marshal
 import mmap
+import operator
 import struct
 import sys
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from itertools import repeat
+from dataclasses import dataclass
+from itertools import compress, repeat
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,7 @@ from pydantic import ValidationError
 from engine.concurrent_io import LazyPool
 from engine.jsonio import write_bytes_atomic
 from engine.store.index_entry import IndexEntry, entry_from_row
+from engine.store.index_stats import StatsSeed
 from engine.store.indexfile import IndexStatus, encode_index, parse_index, row_spans
 from engine.store.layout import SessionPaths
 from engine.store.records import INDEX_FIELDS
@@ -64,6 +67,7 @@ __all__ = [
     "DERIVED_SNAPSHOTS",
     "SNAPSHOT_NAME",
     "Identity",
+    "LoadedIndex",
     "checked_entry",
     "fingerprint",
     "identity_ahead",
@@ -164,33 +168,49 @@ def read_index_entries(paths: SessionPaths) -> tuple[list[Any], dict[str, Any], 
     """Each row of ``index.json`` as :func:`checked_entry` makes it, the top-level extras
     and the file's status: what ``read_index(paths, checked_entry)`` gives, from the
     snapshot when it stands for the file's bytes (module docstring). Blocking."""
-    entries, extra, status, _ = load_index_entries(paths)
-    return entries, extra, status
+    loaded = load_index_entries(paths)
+    return loaded.entries, loaded.extra, loaded.status
 
 
-def load_index_entries(
-    paths: SessionPaths, identity_of: Identity | None = None
-) -> tuple[list[Any], dict[str, Any], IndexStatus, str | None]:
-    """:func:`read_index_entries`, and what the entries are a function of: the file's
-    bytes (their SHA-256 and size) and the code that read them (:func:`fingerprint`),
-    as one string; None when the file was missing or unreadable. `identity_of`: the
-    file's identity as :func:`identity_ahead` started working it out (else it is
-    worked out now)."""
+@dataclass(slots=True)
+class LoadedIndex:
+    """What :func:`load_index_entries` read."""
+
+    entries: list[Any]
+    """Each row as :func:`checked_entry` makes it."""
+    extra: dict[str, Any]
+    """The file's top-level extras."""
+    status: IndexStatus
+    source: str | None = None
+    """What the entries are a function of: the file's bytes (their SHA-256 and size) and
+    the code that read them (:func:`fingerprint`), as one string; None when the file was
+    missing or unreadable."""
+    seed: StatsSeed | None = None
+    """The entries' index counters picked out by column, when they came from the
+    snapshot (`engine.store.index_stats.StatsSeed`)."""
+
+
+def load_index_entries(paths: SessionPaths, identity_of: Identity | None = None) -> LoadedIndex:
+    """:func:`read_index_entries`, with what the entries are a function of and, from the
+    snapshot, their counters' seed (:class:`LoadedIndex`). `identity_of`: the file's
+    identity as :func:`identity_ahead` started working it out (else it is worked out
+    now)."""
     if not paths.index.exists():
-        return [], {}, "missing", None
+        return LoadedIndex([], {}, "missing")
     identity = _file_identity(paths.index) if identity_of is None else identity_of()
     if identity is not None:
         cached = _cached(snapshot_path(paths), identity)
         if cached is not None:
-            return cached[0], cached[1], "ok", _source(identity)
+            entries, extra, seed = cached
+            return LoadedIndex(entries, extra, "ok", _source(identity), seed)
     try:
         data = paths.index.read_bytes()
     except FileNotFoundError:
-        return [], {}, "missing", None
+        return LoadedIndex([], {}, "missing")
     except OSError:
-        return [], {}, "corrupt", None
+        return LoadedIndex([], {}, "corrupt")
     entries, extra, status = parse_index(data, checked_entry)
-    return entries, extra, status, _source(_identity(data)) if status == "ok" else None
+    return LoadedIndex(entries, extra, status, _source(_identity(data)) if status == "ok" else None)
 
 
 def _source(identity: dict[str, Any]) -> str:
@@ -243,9 +263,11 @@ def _stands_for(path: Path, identity: dict[str, Any]) -> bool:
         return blob is not None and _payload(blob, identity) is not None
 
 
-def _cached(path: Path, identity: dict[str, Any]) -> tuple[list[Any], dict[str, Any]] | None:
-    """The snapshot's entries and extras when it stands for the file `identity` names
-    (:func:`_payload`); else None."""
+def _cached(
+    path: Path, identity: dict[str, Any]
+) -> tuple[list[Any], dict[str, Any], StatsSeed | None] | None:
+    """The snapshot's entries, extras and the entries' counters' seed when it stands for
+    the file `identity` names (:func:`_payload`); else None."""
     with _mapped(path) as blob:
         payload = None if blob is None else _payload(blob, identity)
         if payload is None:
@@ -259,8 +281,28 @@ def _cached(path: Path, identity: dict[str, Any]) -> tuple[list[Any], dict[str, 
     return _entries_of(loaded)
 
 
-def _entries_of(loaded: Any) -> tuple[list[Any], dict[str, Any]] | None:
-    """The entries (refused rows as their text, in place) and extras of a payload."""
+_SCORED_AT, _MARKED_AT, _EVENTS_AT, _EVENT_AT = (
+    INDEX_FIELDS.index(name) for name in ("scored", "rescorePending", "events", "event")
+)
+
+
+def _seed(entries: list[Any], columns: tuple[tuple[Any, ...], ...]) -> StatsSeed:
+    """The counters' seed of `entries`, picked by the columns they were made from: a
+    column is one tuple, read in one sweep, where each entry's field is a pointer away."""
+    scored = columns[_SCORED_AT]
+    unscored = [] if all(scored) else list(compress(entries, map(operator.not_, scored)))
+    marked = list(compress(entries, columns[_MARKED_AT]))
+    events, event = columns[_EVENTS_AT], columns[_EVENT_AT]
+    if any(event):
+        labelled = [e for e, many, one in zip(entries, events, event, strict=True) if many or one]
+    else:
+        labelled = list(compress(entries, events))
+    return StatsSeed(entries, unscored, marked, labelled)
+
+
+def _entries_of(loaded: Any) -> tuple[list[Any], dict[str, Any], StatsSeed | None] | None:
+    """The entries (refused rows as their text, in place), extras and, when no row was
+    refused, the entries' counters' seed (:func:`_seed`) of a payload."""
     if not isinstance(loaded, tuple) or len(loaded) != 3:
         return None
     columns, refused, extra = loaded
@@ -275,6 +317,7 @@ def _entries_of(loaded: Any) -> tuple[list[Any], dict[str, Any]] | None:
     if any(type(c) is not tuple or len(c) != count for c in columns):
         return None
     entries: list[Any] = list(map(_new, repeat(IndexEntry), zip(*columns, strict=True)))
+    seed = None if refused else _seed(entries, columns)
     for item in refused:
         if (
             type(item) is not tuple
@@ -285,7 +328,7 @@ def _entries_of(loaded: Any) -> tuple[list[Any], dict[str, Any]] | None:
         ):
             return None
         entries.insert(item[0], item[1])
-    return entries, extra
+    return entries, extra, seed
 
 
 def save_index_snapshot(

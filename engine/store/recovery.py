@@ -57,6 +57,7 @@ from engine.store.ids import folder_ids_among, is_folder_id, is_safe_name
 from engine.store.images import ImagesIndex, image_row
 from engine.store.index_entry import IndexEntry, first_by_key
 from engine.store.index_snapshot import Identity, identity_ahead, load_index_entries
+from engine.store.index_stats import StatsSeed
 from engine.store.indexfile import (
     IndexStatus,
     file_size,
@@ -147,6 +148,9 @@ class RecoveredState:
     """When the entries are exactly the rows of ``index.json`` (recovery changed, replayed
     and rewrote nothing): what they are a function of, the file's bytes and the code
     that read them (`engine.store.index_snapshot.load_index_entries`); else None."""
+    stats_seed: StatsSeed | None = None
+    """The counters' seed of the entries as loaded (`engine.store.index_stats.StatsSeed`:
+    used only if they are still those entries)."""
 
 
 class _Recovery:
@@ -166,6 +170,7 @@ class _Recovery:
         self.to_unlink: list[Any] = []
         self.log_bytes = 0
         self.source: str | None = None
+        self.seed: StatsSeed | None = None
 
     # -- helpers ---------------------------------------------------------
     @property
@@ -220,7 +225,14 @@ class _Recovery:
         return sorted(journals), sorted(staging)
 
     def load_index(self, identity: Identity | None = None) -> dict[str, Any]:
-        checked, extra, status, self.source = load_index_entries(self.paths, identity)
+        loaded = load_index_entries(self.paths, identity)
+        checked, extra, status, self.source = (
+            loaded.entries,
+            loaded.extra,
+            loaded.status,
+            loaded.source,
+        )
+        self.seed = loaded.seed
         self.report.index_status = status
         self.index_changed = status == "corrupt"
         if not self._take_all(checked):
@@ -469,6 +481,7 @@ def recover(paths: SessionPaths) -> RecoveredState:
         index_bytes=index_bytes,
         log_bytes=rec.log_bytes,
         source=rec.source if untouched else None,
+        stats_seed=rec.seed if untouched else None,
     )
 
 

@@ -176,7 +176,7 @@ class SessionStore:
         next update folds the log into index.json before appending."""
         self._entries = state.entries
         self._source = state.source
-        self._index_stats = IndexStats(self._entries.values())
+        self._index_stats = IndexStats(self._entries.values(), state.stats_seed)
         self._index_extra = state.index_extra
         self._images = state.images
         self._images_checked: tuple[int, frozenset[str]] | None = None

@@ -14,9 +14,12 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -28,10 +31,13 @@ from engine.store import (
     JournalRecord,
     SessionStore,
     StoreError,
+    index_snapshot,
     make_idempotency_key,
     open_session,
 )
-from engine.store.index_stats import IndexStats, SortedIds
+from engine.store.index_entry import IndexEntry
+from engine.store.index_snapshot import save_index_snapshot
+from engine.store.index_stats import IndexStats, SortedIds, StatsSeed
 from tests.engine.test_store_crash import FaultyFs, Injected, using
 
 SID = "stats"
@@ -214,6 +220,14 @@ class StoreWithCounters(RuleBasedStateMachine):
         with using(self.fs):
             self.store = open_session(self.base, SID)
 
+    @rule()
+    def reopen_from_snapshot(self) -> None:
+        """A restart over the rows snapshot an unload leaves (small stores get one here):
+        the counters are seeded from its columns when the entries are those it holds."""
+        with using(self.fs), small_snapshots():
+            save_index_snapshot(self.store.paths, self.store.index, self.store.loaded_from)
+            self.store = open_session(self.base, SID)
+
     @precondition(lambda self: len(self.records) > 0)
     @rule(data=st.data())
     def reinstate(self, data: st.DataObject) -> None:
@@ -238,6 +252,86 @@ TestStoreWithCounters.settings = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
+
+
+@contextmanager
+def small_snapshots() -> Iterator[None]:
+    """Rows snapshots of stores of any size."""
+    before = index_snapshot.SNAPSHOT_MIN_ROWS
+    index_snapshot.SNAPSHOT_MIN_ROWS = 1
+    try:
+        yield
+    finally:
+        index_snapshot.SNAPSHOT_MIN_ROWS = before
+
+
+def test_a_store_opened_from_its_snapshot_seeds_its_counters_by_column(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = open_session(tmp_path, SID)
+    fields: list[dict[str, Any]] = [
+        {"scored": False},
+        {"scored": True, "rescorePending": True},
+        {"scored": False, "rescorePending": True, "events": ["日本旅行"]},
+        {"scored": True, "event": "搬家"},
+        {"scored": True, "events": ["日本旅行", "搬家"]},
+        {"scored": True},
+    ]
+    with store.transaction("arc-1") as txn:
+        for n, extra in enumerate(fields * 3):
+            data = {
+                "id": store.new_folder_id(NOW),
+                "createdAt": NOW + n * 60_000,
+                "alpha": 0.5 if extra["scored"] else 0,
+                "keywords": [],
+                "title": f"第{n}段",
+                "idempotencyKey": make_idempotency_key(SID, 1, n, n, f"h{n}", 0),
+                **extra,
+            }
+            txn.add_folder(FolderMeta.model_validate(data), [{"role": "user", "content": "x"}])
+    store.finalize("arc-1")
+    with small_snapshots():
+        assert save_index_snapshot(store.paths, store.index, store.loaded_from)
+    fits: list[bool] = []
+    real = StatsSeed.fits
+
+    def spied(seed: StatsSeed, rows: Sequence[Any]) -> bool:
+        fits.append(real(seed, rows))
+        return fits[-1]
+
+    monkeypatch.setattr(StatsSeed, "fits", spied)
+    again = open_session(tmp_path, SID)
+    assert fits == [True]
+    assert counted(again.index_stats) == scan(again) == scan(store)
+    assert again.index_stats.rescore_pending == 6 and again.index_stats.unscored == 6
+    # a log line since the snapshot: the entries are not those it holds, nor is a seed given
+    again.update_metas({again.index[0].id: {"scored": True, "alpha": 0.7}})
+    fits.clear()
+    third = open_session(tmp_path, SID)
+    assert fits == [] and counted(third.index_stats) == scan(third) != scan(store)
+
+
+def test_a_seed_of_other_entries_is_not_taken() -> None:
+    rows = [IndexEntry.model_validate(r) for r in (_row(1, scored=False), _row(2))]
+    other = [IndexEntry.model_validate(r) for r in (_row(1, scored=False), _row(2))]
+    wrong = StatsSeed(other, [], [], [])  # says nothing is pending
+    assert not wrong.fits(rows) and not wrong.fits(rows[:1])
+    assert counted(IndexStats(rows, wrong)) == counted(IndexStats(rows))
+    assert IndexStats(rows, wrong).unscored == 1
+    assert IndexStats(rows, StatsSeed(rows, [], [], [])).unscored == 0  # taken as given
+
+
+def _row(n: int, **fields: Any) -> dict[str, Any]:
+    return {
+        "id": f"mem-20260101T0000{n:02d}Z-0001",
+        "createdAt": NOW + n,
+        "alpha": 0.5,
+        "beta": 0,
+        "scored": True,
+        "keywords": [],
+        "title": f"第{n}段",
+        **fields,
+    }
 
 
 def test_sorted_ids_slices_and_removal() -> None:
