@@ -162,6 +162,10 @@ class _Restored:
     `engine.relevance.snapshot.read_snapshot`): they need not be compared."""
     later: LaterBytes | None = None
     layout: tuple[npt.NDArray[np.int64], int, int] | None = None
+    names: bytes | None = None
+    """The documents' ids as stored (one per line) when the restore left them to its first
+    sync: a stamped one, whose entries are usually those very ids, in order
+    (`RelevanceIndex._take_stamped`), never decodes them."""
 
     def keys(self) -> StoredKeys:
         """The stored keys, read now if they were left on disk (ValueError when they
@@ -430,8 +434,9 @@ class RelevanceIndex:
     def _check_against(self, restored: _Restored, entries: Iterable[Any]) -> int:
         unread = restored.unread
         every = entries if isinstance(entries, (list, tuple)) else list(entries)
-        if restored.stamped and not unread and self._take_stamped(every):
+        if restored.stamped and not unread and self._take_stamped(every, restored):
             return 0
+        self._named(restored)
         stored = restored.keys()
         all_keys = entry_keys(every)
         picked = compress(
@@ -529,18 +534,31 @@ class RelevanceIndex:
         self._share_ids()
         return changes
 
-    def _take_stamped(self, every: Sequence[Any]) -> bool:
+    def _take_stamped(self, every: Sequence[Any], restored: _Restored) -> bool:
         """The first sync of an index restored from a snapshot stamped with what its
         entries are a function of (`_Restored.stamped`): its documents are those entries'
         scored folders, each taken as its document's without comparing keys. False (and
         nothing taken) when they do not name the live documents one to one: then the
-        caller compares them."""
+        caller compares them. Raises ValueError when the stored ids do not name the
+        documents (the caller builds the index afresh)."""
         scored = list(compress(every, map(operator.is_not, map(_scored_of, every), repeat(False))))
         fids = list(map(_id_of, scored))
+        entry_of = self._entry_of
+        names, restored.names = restored.names, None
+        if names is not None:
+            if len(fids) == len(entry_of) == self._live_docs and "\n".join(fids).encode() == names:
+                # every document live, in the entries' order (usually): the stored ids
+                # are never decoded, and the documents are named with the entries' strings
+                by_id = dict(zip(fids, range(len(fids)), strict=True))
+                if len(by_id) != len(fids):
+                    raise ValueError("two documents share an id")
+                entry_of[:] = scored
+                self._doc_ids, self.by_id = fids, by_id
+                return True
+            self._name_documents(names)
         if len(fids) != self._live_docs:
             return False
-        entry_of = self._entry_of
-        if fids == self._doc_ids:  # every document live, in the entries' order (usually)
+        if fids == self._doc_ids:  # every document live, in the entries' order
             entry_of[:] = scored
             self._doc_ids = fids  # the entries' id strings, not the snapshot's copies
             self.by_id = dict(zip(fids, range(len(fids)), strict=True))
@@ -610,6 +628,8 @@ class RelevanceIndex:
         back). The caller holds `lock` until it has copied the buffers (they are the
         index's own arrays). Raises RuntimeError for what a snapshot cannot hold (a
         folder id or term with a line break)."""
+        if self._restored is not None:
+            self._named(self._restored)
         n = len(self._doc_ids)
         if self._restored is not None:  # not synced since restored: as it was stored
             keys, unread = self._restored.keys(), sorted(self._restored.unread)
@@ -669,9 +689,10 @@ class RelevanceIndex:
         n = len(arrays["i.len"])
         lengths = np.frombuffer(arrays["i.len"], dtype=np.int64)
         is_live = np.frombuffer(arrays["i.live"], dtype=np.uint8).astype(bool)
-        doc_ids = str(memoryview(arrays["i.doc_ids"]), "utf-8").split("\n") if n else []
-        terms = str(memoryview(arrays["i.terms"]), "utf-8").split("\n") if n_terms else []
         unread: list[int] = arrays["i.unread"].tolist()
+        names = memoryview(arrays["i.doc_ids"]).tobytes()
+        lines = names.count(b"\n") + 1 if n else 0
+        terms = str(memoryview(arrays["i.terms"]), "utf-8").split("\n") if n_terms else []
         offsets = np.frombuffer(arrays["i.key_chunks"], dtype=np.int64)
         if keys_later is None:
             keys: StoredKeys | None = StoredKeys.of(
@@ -687,7 +708,7 @@ class RelevanceIndex:
             arrays["s.tid"], dtype=np.uint16 if arrays["s.tid"].typecode == "H" else np.uint32
         )
         if (
-            len(doc_ids) != n
+            lines != n
             or is_live.size != n
             or len(arrays["i.alpha"]) != n
             or len(terms) != n_terms
@@ -701,21 +722,10 @@ class RelevanceIndex:
             or bool(tid.size and int(tid.max()) >= n_terms)
         ):
             raise ValueError("index arrays do not fit together")
-        if live_docs == n:  # C-level zips: 10^5 documents in milliseconds
-            idx.by_id = dict(zip(doc_ids, range(n), strict=True))
-        else:
-            idx.by_id = dict(compress(zip(doc_ids, range(n), strict=True), is_live.tolist()))
         idx._tids = dict(zip(terms, range(n_terms), strict=True))
-        # as many named documents as live ones, each of them live: the same documents
-        named = np.fromiter(idx.by_id.values(), dtype=np.int64, count=len(idx.by_id))
-        if (
-            len(idx.by_id) != live_docs
-            or not bool(is_live[named].all())
-            or len(idx._tids) != n_terms
-        ):
+        if len(idx._tids) != n_terms:
             raise ValueError("index arrays do not fit together")
         del lengths, tid  # views: the arrays may grow once they are the index's
-        idx._doc_ids = doc_ids
         idx._entry_of = [None] * n
         idx._live = bytearray(arrays["i.live"])
         idx._len, idx._alpha = arrays["i.len"], arrays["i.alpha"]
@@ -729,9 +739,38 @@ class RelevanceIndex:
             keys_later,
             None if keys_later is None else (offsets, n_keys, chunk),
         )
-        idx._unread = {doc_ids[d] for d in unread}
+        if stamped and not unread:
+            idx._restored.names = names  # named by its first sync (`_take_stamped`)
+        else:
+            idx._name_documents(names)
+            idx._unread = {idx._doc_ids[d] for d in unread}
         idx.saved = True
         return idx
+
+    def _named(self, restored: _Restored) -> None:
+        """The documents named, if their restore left that to its first sync."""
+        names, restored.names = restored.names, None
+        if names is not None:
+            self._name_documents(names)
+
+    def _name_documents(self, names: bytes) -> None:
+        """Each document's folder id, from the stored lines, with the id -> document map
+        of the live ones. Raises ValueError when they are not one id per live document
+        (a restore, or its first sync, then builds the index afresh)."""
+        n = len(self._entry_of)
+        doc_ids = names.decode().split("\n") if n else []
+        is_live = np.frombuffer(self._live, dtype=np.uint8).astype(bool)
+        if len(doc_ids) != n:
+            raise ValueError("document ids do not fit the documents")
+        if self._live_docs == n:  # C-level zips: 10^5 documents in milliseconds
+            by_id = dict(zip(doc_ids, range(n), strict=True))
+        else:
+            by_id = dict(compress(zip(doc_ids, range(n), strict=True), is_live.tolist()))
+        # as many named documents as live ones, each of them live: the same documents
+        named = np.fromiter(by_id.values(), dtype=np.int64, count=len(by_id))
+        if len(by_id) != self._live_docs or not bool(is_live[named].all()):
+            raise ValueError("document ids do not fit the documents")
+        self._doc_ids, self.by_id = doc_ids, by_id
 
     # -- querying -------------------------------------------------------------------
     def query_terms(self, text: str) -> list[str]:

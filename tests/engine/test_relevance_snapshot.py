@@ -427,6 +427,68 @@ def test_a_stamped_restore_never_reads_the_stored_keys(tmp_path: Path) -> None:
         _read(path, Texts(), source=None)
 
 
+def _names_decoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many times restores decoded their documents' stored ids."""
+    calls: list[int] = []
+    real = RelevanceIndex._name_documents
+
+    def spied(index: RelevanceIndex, names: bytes) -> None:
+        calls.append(len(names))
+        real(index, names)
+
+    monkeypatch.setattr(RelevanceIndex, "_name_documents", spied)
+    return calls
+
+
+def test_a_stamped_restore_of_its_very_entries_never_decodes_their_ids(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stored ids are compared as bytes with the entries' ids and the documents are
+    named with the entries' own strings; entries that differ (a folder gone), and an
+    unstamped restore, decode them as ever."""
+    entries = entries_of(12)
+    path = _stamped(tmp_path, entries)
+    decoded = _names_decoded(monkeypatch)
+    loaded = _read(path, Texts())
+    assert loaded.sync(entries) == 0 and decoded == []
+    assert_same(loaded, fresh(entries))
+    assert all(a is e.id for a, e in zip(loaded._doc_ids, entries, strict=True))
+    fewer = entries[:-1]
+    again = _read(path, Texts())
+    assert again.sync(fewer) == 1 and len(decoded) == 1
+    assert_same(again, fresh(fewer))
+    unstamped = _read(path, Texts(), source=None)
+    assert len(decoded) == 2  # at once
+    assert unstamped.sync(entries) == 0 and len(decoded) == 2
+    assert_same(unstamped, fresh(entries))
+
+
+def test_stored_ids_that_name_no_documents_fail_the_first_sync_of_a_stamped_restore(
+    tmp_path: Path,
+) -> None:
+    """Two documents under one id, checksums made right: a stamped restore no longer
+    reads the ids at once, so its first sync refuses them (ValueError: the caller builds
+    the index afresh), as an unstamped restore refuses the file."""
+    entries = entries_of(12)
+    path = _stamped(tmp_path, entries)
+
+    def same_id(body: bytearray, header: dict[str, Any]) -> None:
+        at = 0
+        for name, code, count in header["sections"]:
+            size = count * np.dtype(code).itemsize
+            if name == "i.doc_ids":
+                ids = bytes(body[at : at + size]).replace(b"f03", b"f02")
+                body[at : at + size] = ids
+            at += size
+
+    path.write_bytes(_rewritten(path.read_bytes(), same_id))
+    loaded = _read(path, Texts())
+    with pytest.raises(ValueError, match="document ids do not fit"):
+        loaded.sync(entries)
+    with pytest.raises(SnapshotError, match="inconsistent arrays"):
+        _read(path, Texts(), source=None)
+
+
 def test_a_stamped_restore_whose_entries_changed_reads_and_checks_the_keys(
     tmp_path: Path,
 ) -> None:
