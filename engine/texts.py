@@ -152,12 +152,12 @@ RECALL_WARN_LEDGER_OVERFLOW = "recall ledger over {max_entries} entries: evicted
 """Operator-facing warnings (the `warnings` of agent/inbox/inserted, English like other logs)."""
 
 DAMAGE_WARN_UNREADABLE_FOLDER = (
-    "unreadableFolder: memory folder {folder} cannot be read ({reason}); recall skips it,"
-    " nothing was deleted"
+    "unreadableFolder: memory folder {folder} cannot be read ({reason}); recall shows only"
+    " what it can read, nothing was deleted"
 )
 DAMAGE_WARN_MORE_UNREADABLE = (
-    "unreadableFolder: {n} more memory folders cannot be read; recall skips them,"
-    " `rofmd status` lists them"
+    "unreadableFolder: {n} more memory folders cannot be read; recall shows only what it"
+    " can read, `rofmd status` lists them"
 )
 DAMAGE_WARN_STORE_REPAIRED = "storeRepaired: session store repaired at load: {repairs}"
 DAMAGE_REPAIR_PARTS = {

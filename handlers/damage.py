@@ -1,8 +1,8 @@
 """Damage on disk made visible, per session (issue 21: a daemon that runs for months).
 
 Damage is whatever the store or recall had to skip or repair instead of using as it
-was: a memory folder that cannot be read (recall skips it, recovery leaves it on
-disk), a `recall-state.json` that could not be used (the block starts empty; the file
+was: a memory folder that cannot be read (recall skips one whose conversation it cannot
+read, and reads the index, not the meta file, for the rest; recovery leaves it on disk), a `recall-state.json` that could not be used (the block starts empty; the file
 is kept aside), and the repairs recovery made when the store was opened. The engine
 returns what it skipped or repaired (`LoadReport`, `RoundOutcome.unreadable`,
 `Prepared.unreadable`, `synced_index`, `DiscardedState`); this ledger turns each
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +40,7 @@ import anyio
 import structlog
 
 from engine.recall import DiscardedState
-from engine.store import CorruptFolder, CorruptFolderError, LoadReport, SessionStore
+from engine.store import CorruptFolder, CorruptFolderError, LoadReport, SessionStore, reason_file
 from engine.store.folders import validate_folder
 from engine.texts import (
     DAMAGE_REPAIR_PARTS,
@@ -206,12 +206,24 @@ class DamageLedger:
                 reason=f.reason,
             )
 
-    def note_readable(self, folder_ids: Iterable[str]) -> None:
-        """Folders read fine just now: fixed, if they were listed."""
+    def note_readable(
+        self, folder_ids: Iterable[str], files: Collection[str] | None = None
+    ) -> None:
+        """Folders read fine just now: fixed, if they were listed. `files`: the folder
+        files that were read (a recall round reads a memory's ``context.json`` alone),
+        which fix only the damage they are about (`engine.store.reason_file`); None:
+        every file of each (what `status`'s re-check reads)."""
         with self._lock:
             if not self._unreadable:
                 return
-            fixed = [fid for fid in folder_ids if self._unreadable.pop(fid, None) is not None]
+            listed = self._unreadable
+            fixed = [
+                fid
+                for fid in folder_ids
+                if fid in listed and (files is None or reason_file(listed[fid].reason) in files)
+            ]
+            for fid in fixed:
+                del listed[fid]
         for fid in fixed:
             log.info("memory folder readable again", session_key=self.session_key, folder=fid)
 

@@ -21,6 +21,7 @@ import structlog
 
 from engine.config import MemoryConfig
 from engine.recall import (
+    RENDER_READS,
     CandidateIndex,
     DiscardedState,
     Prepared,
@@ -179,7 +180,7 @@ def note_round(state: SessionState, outcome: RoundOutcome) -> None:
     """A recall round's reads: the picks it skipped as unreadable, and the ones it read
     fine (fixed, if they were listed). Cheap: touches only the round's picks."""
     state.damage.note_unreadable(outcome.unreadable)
-    state.damage.note_readable(outcome.readable)
+    state.damage.note_readable(outcome.readable, RENDER_READS)
 
 
 def session_term_stats(state: SessionState, cfg: MemoryConfig) -> RelevanceIndex:

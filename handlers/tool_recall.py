@@ -41,7 +41,7 @@ import structlog
 
 from engine import texts
 from engine.config import MemoryConfig
-from engine.recall import CandidateIndex, RecallState
+from engine.recall import RENDER_READS, CandidateIndex, RecallState
 from engine.recall.assistant_said import AssistantQuery, channel_enabled, tool_assistant_query
 from engine.recall.browse import browse
 from engine.recall.constraint import Constraint
@@ -216,7 +216,7 @@ async def recall_tool(request: ToolRequest) -> ToolResult:
         lambda: _search(app, state, rs, args, assistant, ctx.now_ms)
     )
     state.damage.note_unreadable(found.unreadable)
-    state.damage.note_readable([a.id for _, a in found.entries])
+    state.damage.note_readable([a.id for _, a in found.entries], RENDER_READS)
     miss_type = None
     if found.page is not None:
         miss_type = answer_miss_type(found.page, len(found.entries), len(found.unreadable))

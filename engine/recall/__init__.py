@@ -31,7 +31,14 @@ Pure and synchronous; time is passed in. Modules::
 
 from engine.recall.candidates import CandidateIndex, Matches, Seed, index_params
 from engine.recall.query import Query, analyze_query, effective_quota
-from engine.recall.round import Prepared, RoundOutcome, load_addition, prepare_state, run_round
+from engine.recall.round import (
+    RENDER_READS,
+    Prepared,
+    RoundOutcome,
+    load_addition,
+    prepare_state,
+    run_round,
+)
 from engine.recall.state import (
     Addition,
     DiscardedState,
@@ -42,6 +49,7 @@ from engine.recall.state import (
 )
 
 __all__ = [
+    "RENDER_READS",
     "Addition",
     "CandidateIndex",
     "DiscardedState",

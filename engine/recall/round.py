@@ -61,7 +61,7 @@ from engine.recall.state import Addition, Lanes, RecallState
 from engine.recall.tags import mention_filter
 from engine.relevance.index import RelevanceIndex
 from engine.store import CorruptFolder, CorruptFolderError, FolderNotFoundError, SessionStore
-from engine.store.folders import ReadAhead
+from engine.store.folders import CONTEXT_FILE, ReadAhead
 from engine.texts import (
     RECALL_WARN_DEGRADED,
     RECALL_WARN_LEDGER_OVERFLOW,
@@ -73,6 +73,7 @@ _EXTRA_LANES = (ASSISTANT_LANE, HOP_LANE)
 """Lanes beyond the reference's seven, counted in `lanesPicked` only when they pick."""
 
 __all__ = [
+    "RENDER_READS",
     "Prepared",
     "RoundOutcome",
     "added_record",
@@ -144,18 +145,23 @@ def _render_settings(cfg: MemoryConfig) -> tuple[Any, ...]:
     )
 
 
+RENDER_READS = (CONTEXT_FILE,)
+"""The files `load_addition` reads of a memory it renders: a read that went fine proves
+these readable, and no other (`handlers.damage`)."""
+
+
 def read_ahead(
     store: SessionStore, fids: list[str], cfg: MemoryConfig, cache: RenderCache | None
 ) -> ReadAhead:
-    """The files of the picks `load_addition` will read (those not rendered before),
-    opened and asked of the disk at once, so their fetches overlap instead of waiting
-    one after the other (`engine.store.folders.read_ahead`); `load_addition` reads
-    them from there. The caller closes it (a context manager)."""
+    """The conversation files of the picks `load_addition` will read (those not rendered
+    before), opened and asked of the disk at once, so their fetches overlap instead of
+    waiting one after the other (`engine.store.folders.read_ahead`); `load_addition`
+    reads them from there. The caller closes it (a context manager)."""
     if cache is not None:
         settings = _render_settings(cfg)
         entry = store.get_entry
         fids = [f for f in fids if f in store and not cache.holds(f, entry(f), settings)]
-    return store.read_ahead(fids)
+    return store.read_ahead(fids, RENDER_READS)
 
 
 def load_picks(
@@ -193,24 +199,26 @@ def load_addition(
     cache: RenderCache | None = None,
     ahead: ReadAhead | None = None,
 ) -> Addition | CorruptFolder | None:
-    """Read one folder and render its entry; None when it is not in the index (gone),
-    a `CorruptFolder` when it cannot be read (the caller reports it). With a `cache`, a
-    folder rendered before from the same index entry is not read again; `ahead`: its
-    files as `read_ahead` opened them."""
+    """Read one folder's conversation and render its entry; None when it is not in the
+    index (gone), a `CorruptFolder` when it cannot be read (the caller reports it). Its
+    fields (α, β, dates, keywords, labels, time tags) are its index entry's, which every
+    write keeps equal to its ``meta.json`` (`engine.store.records.index_row_from_meta`):
+    the meta file is not read, one file per memory less on every round (on a disk that
+    pages cold files out, a read that could take a millisecond). With a `cache`, a folder
+    rendered before from the same index entry is not read again; `ahead`: its
+    conversation file as `read_ahead` opened it."""
     settings = _render_settings(cfg)
-    source: object = None
+    try:
+        meta = store.get_entry(fid)
+    except FolderNotFoundError:
+        return None
     if cache is not None:
-        try:
-            source = store.get_entry(fid)
-        except FolderNotFoundError:
-            return None
-        kept = cache.get(fid, source, settings)
+        kept = cache.get(fid, meta, settings)
         if kept is not None:
             kept.generation, kept.lane = generation, lane
             kept.injected_turn, kept.injected_round = turn, round_
             return kept
     try:
-        meta = store.get_meta(fid, ahead)
         raw = store.read_context(fid, ahead)
     except FolderNotFoundError:
         return None
@@ -267,7 +275,7 @@ def load_addition(
         messages=messages,
     )
     if cache is not None and not any(IMAGE_MARK in m["content"] for m in messages):
-        cache.put(fid, source, settings, addition)
+        cache.put(fid, meta, settings, addition)
     return addition
 
 

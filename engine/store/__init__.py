@@ -70,6 +70,7 @@ from engine.store.errors import (
     StoreError,
     TransactionError,
     UnknownTransactionError,
+    reason_file,
 )
 from engine.store.ids import is_folder_id, make_idempotency_key, safe_session_id
 from engine.store.index_entry import IndexEntry
@@ -127,6 +128,7 @@ __all__ = [
     "open_session",
     "open_session_dir",
     "read_jsonl",
+    "reason_file",
     "safe_session_id",
     "session_paths",
 ]

@@ -14,6 +14,7 @@ __all__ = [
     "StoreUnavailableError",
     "TransactionError",
     "UnknownTransactionError",
+    "reason_file",
 ]
 
 
@@ -67,9 +68,17 @@ class FolderNotFoundError(StoreError, KeyError):
 
 
 class CorruptFolderError(StoreError):
-    """A folder's ``meta.json`` or ``context.json`` is missing or unreadable."""
+    """A folder's ``meta.json`` or ``context.json`` is missing or unreadable. Its
+    `reason` names the file first (:func:`reason_file`)."""
 
     def __init__(self, folder_id: str, reason: str) -> None:
         super().__init__(f"corrupt memory folder {folder_id}: {reason}")
         self.folder_id = folder_id
         self.reason = reason
+
+
+def reason_file(reason: str) -> str:
+    """What a folder's damage is about: the first word of its reason, which names the
+    file (``meta.json``, ``context.json``; ``image`` for one of its images), so a read
+    of some of a folder's files can tell which damage it proves fixed."""
+    return reason.split(" ", 1)[0].removesuffix(":")

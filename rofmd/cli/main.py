@@ -232,7 +232,7 @@ def damage_lines(result: dict[str, Any]) -> list[str]:
         more = len(folders) - STATUS_FOLDERS_SHOWN
         tail = f", and {more} more (rofmd status --json)" if more > 0 else ""
         lines.append(
-            f"UNREADABLE   {key}  {len(folders)} memory folder(s) skipped by recall: {shown}{tail}"
+            f"UNREADABLE   {key}  {len(folders)} memory folder(s) cannot be read: {shown}{tail}"
         )
     return lines
 

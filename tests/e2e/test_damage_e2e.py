@@ -55,9 +55,11 @@ def test_damage_warned_once_logged_once_listed_until_fixed() -> None:
                 {"createdAt": BASE_MS + 2000, "alpha": 0.6, "keywords": ["晚饭"]},
             ],
         )
-        meta = store.paths.folder(ids[0]) / "meta.json"
-        good_meta = meta.read_bytes()
-        meta.write_bytes(b"\x00\x01 not json")
+        # a conversation recall cannot read (a damaged meta.json is no skip: recall reads
+        # the index, `tests/handlers/test_damage.py`)
+        context = store.paths.folder(ids[0]) / "context.json"
+        good_context = context.read_bytes()
+        context.write_bytes(b"\x00\x01 not json")
         doc = read_json(store.paths.index)  # an orphan: on disk, not indexed
         doc["folders"] = [r for r in doc["folders"] if r["id"] != ids[2]]
         write_json_atomic(store.paths.index, doc)
@@ -79,12 +81,12 @@ def test_damage_warned_once_logged_once_listed_until_fixed() -> None:
             assert st["repairs"][SESSION][0]["counts"]["adoptedFolders"] == 1
             out = d.cli("status", "--socket", str(d.socket_path))
             assert out.returncode == 0, out.stderr
-            assert f"UNREADABLE   {SESSION}  1 memory folder(s) skipped by recall: {ids[0]}" in (
+            assert f"UNREADABLE   {SESSION}  1 memory folder(s) cannot be read: {ids[0]}" in (
                 out.stdout
             )
             assert "1 folder(s) adopted into the index" in out.stdout
             assert "recall-state.json.corrupt-" in out.stdout
-            meta.write_bytes(good_meta)
+            context.write_bytes(good_context)
             assert s.call(5, "status")["result"]["unreadableFolders"] == {}
             s.close()
             records = d.log_records()

@@ -35,10 +35,27 @@ def test_unreadable_pick_is_skipped_and_returned_selection_unchanged(tmp_path: P
 
     clean_picked, unreadable, readable = round_(RecallState(persist=False))
     assert unreadable == [] and readable == clean_picked and ids[1] in clean_picked
-    (store.paths.folder(ids[1]) / "meta.json").write_bytes(b"{oops")
+    (store.paths.folder(ids[1]) / "context.json").write_bytes(b"{oops")
     picked, unreadable, readable = round_(RecallState(persist=False))
     assert picked == [f for f in clean_picked if f != ids[1]] == readable
-    assert [u[0] for u in unreadable] == [ids[1]] and unreadable[0][1].startswith("meta.json:")
+    assert [u[0] for u in unreadable] == [ids[1]]
+    assert unreadable[0][1].startswith("context.json:")
+
+
+def test_a_pick_is_rendered_from_its_index_entry_not_its_meta_file(tmp_path: Path) -> None:
+    """Recall reads the index (reference: "recall 读的是 index"; `rofmd selfcheck` compares
+    each entry with its meta.json): a round reads a memory's conversation file alone, so
+    a damaged or edited meta.json changes nothing it renders."""
+    store, ids = _three(tmp_path)
+    cfg = config()
+    before, after = RecallState(persist=False), RecallState(persist=False)
+    clean = disk_round(store, before, "星港项目", cfg)
+    assert len(clean.readable) == 3 and before.block
+    for fid in ids:
+        (store.paths.folder(fid) / "meta.json").write_bytes(b"{oops")
+    again = disk_round(store, after, "星港项目", cfg)
+    assert again.unreadable == [] and again.readable == clean.readable
+    assert after.block == before.block
 
 
 def test_v1_ids_of_unreadable_folders_are_returned_gone_ones_are_not(tmp_path: Path) -> None:

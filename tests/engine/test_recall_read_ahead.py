@@ -1,5 +1,6 @@
 """A recall round asks the disk for its picks' files at once before it reads them one by
-one (`engine.store.folders.read_ahead`): every file of every pick not rendered before,
+one (`engine.store.folders.read_ahead`): the conversation file of every pick not rendered
+before (its fields are its index entry's: no meta.json),
 before the first is read, each opened once (the read takes the open file) and none left
 open; none for a pick the render cache holds; a missing file is left to the read that
 reports it; nothing where the system has no such advice. `memory_recall` reads its
@@ -81,7 +82,9 @@ def test_a_round_asks_for_every_uncached_pick_before_reading_one(
     assert _open_fds() == fds_before  # every file opened ahead was read or closed
     picked = [a["id"] for a in out.recall_record["added"]]
     assert len(picked) >= 2
-    files = [f"{fid}/{name}" for fid in picked for name in folders.FOLDER_FILES]
+    # a memory's conversation file alone: its fields are its index entry's (recall
+    # reads the index), so no meta.json is asked for, opened or read
+    files = [f"{fid}/{folders.CONTEXT_FILE}" for fid in picked]
     assert sorted(disk.of("ahead")) == sorted(files)
     assert sorted(disk.of("read")) == sorted(files)
     assert sorted(disk.of("open")) == sorted(files)  # once each: the reads took them
@@ -129,7 +132,7 @@ def test_memory_recall_reads_its_results_the_same_way(
     picks = [Pick(n, fid, "search") for n, fid in enumerate(ids)]
     loaded, unreadable = load_entries(store, picks, config())
     assert [p.id for p, _ in loaded] == ids and unreadable == []
-    files = [f"{fid}/{name}" for fid in ids for name in folders.FOLDER_FILES]
+    files = [f"{fid}/{folders.CONTEXT_FILE}" for fid in ids]
     assert disk.of("ahead") == disk.of("open") == files  # asked first, opened once each
     assert disk.of("read") == files
 

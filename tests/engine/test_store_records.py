@@ -16,6 +16,7 @@ from engine.store import (
     SessionStore,
     open_session,
     read_jsonl,
+    reason_file,
 )
 from engine.store.records import index_row_from_meta
 
@@ -130,11 +131,18 @@ def test_corrupt_indexed_folder_raises_clear_error(tmp_path: Path) -> None:
     store = old_store(tmp_path)
     fid = str(OLD_META["id"])
     (store.dir / fid / "meta.json").write_bytes(b"nope")
-    with pytest.raises(CorruptFolderError, match=r"meta\.json"):
+    with pytest.raises(CorruptFolderError, match=r"meta\.json") as meta:
         store.get_meta(fid)
-    (store.dir / fid / "context.json").unlink()
-    with pytest.raises(CorruptFolderError, match=r"context\.json missing"):
+    (store.dir / fid / "context.json").write_bytes(b"[1, 2]")
+    with pytest.raises(CorruptFolderError, match=r"context\.json: ") as garbled:
         store.read_context(fid)
+    (store.dir / fid / "context.json").unlink()
+    with pytest.raises(CorruptFolderError, match=r"context\.json missing") as context:
+        store.read_context(fid)
+    # each reason names its file first: what a read of some files proves fixed
+    assert reason_file(meta.value.reason) == "meta.json"
+    assert reason_file(garbled.value.reason) == reason_file(context.value.reason) == "context.json"
+    assert reason_file("image a.png missing") == "image"
 
 
 def test_index_row_from_meta_writes_only_set_fields() -> None:

@@ -111,7 +111,33 @@ def events(logs: Sequence[Mapping[str, Any]], name: str) -> list[Mapping[str, An
 
 
 @pytest.mark.parametrize("mode", ["fair", "ranked"])
-@pytest.mark.parametrize("damaged", ["meta.json", "context.json"])
+async def test_a_damaged_meta_file_changes_no_recall(tmp_path: Path, mode: str) -> None:
+    """Recall reads the index, not the folders' meta.json (their fields are the index
+    entry's; `rofmd selfcheck` compares the two): a memory whose meta file is damaged is
+    recalled as before. The damage stays listed where something that reads the file saw
+    it (here the load, which reads the metas the index log's last record names): a round
+    that read the memory's conversation proves nothing about its meta."""
+    store, ids = seed(tmp_path)
+    clean_root = tmp_path / "clean"
+    shutil.copytree(tmp_path / "sessions", clean_root / "sessions")
+    expected = await inbox(make_app(clean_root, {"mode": mode}))
+    (store.paths.folder(ids[0]) / "meta.json").write_bytes(b'{"this is": not json')
+    app = make_app(tmp_path, {"mode": mode})
+    with capture_logs() as logs:
+        first = await inbox(app)
+        again = await inbox(app, "星港项目的接口网关呢？")
+    assert first["recalled"] == expected["recalled"] and ids[0] in first["recalled"]
+    assert ids[0] in again["recalled"] or ids[0] in first["recalled"]
+    [warning] = damage_warnings(first, "unreadableFolder")
+    assert ids[0] in warning and "meta.json" in warning
+    assert damage_warnings(again, "unreadableFolder") == []
+    assert events(logs, "memory folder readable again") == []
+    [listed] = (await get_status(app))["unreadableFolders"][SESSION]
+    assert listed["folder"] == ids[0] and listed["reason"].startswith("meta.json")
+
+
+@pytest.mark.parametrize("mode", ["fair", "ranked"])
+@pytest.mark.parametrize("damaged", ["context.json"])
 async def test_unreadable_folder_warned_once_listed_until_fixed(
     tmp_path: Path, mode: str, damaged: str
 ) -> None:
