@@ -46,6 +46,7 @@ __all__ = [
     "Selection",
     "apply_high_relevance",
     "copy_lanes",
+    "descending",
     "global_low_key",
     "lane_order",
     "lane_split",
@@ -105,9 +106,24 @@ def lane_split(k: int, explore_ratio: float) -> tuple[int, int]:
     return k - r, r
 
 
+_INVERTED = bytes(range(255, -1, -1))
+"""Each byte b as 255 − b: what reverses the order of byte strings of one width."""
+
+
+def descending(fid: str) -> bytes:
+    """An ascending key for `fid` that orders ids descending: its code points, four
+    big-endian bytes each, every byte inverted. Two ids differ first at a code point,
+    where the inverted bytes compare the other way round, or one is a prefix of the
+    other and its key is a prefix of the other's: the order of the tuple of negated
+    code points (what this key replaced, property-tested) at C speed, where that tuple
+    took a generator step per character of every candidate (a tenth of a second for a
+    round whose question hit 15,000 low-α folders)."""
+    return fid.encode("utf-32-be", "surrogatepass").translate(_INVERTED)
+
+
 def global_low_key(alpha: float, created_at: int, fid: str) -> tuple[Any, ...]:
     """The rotation order (α asc, createdAt desc, id desc) as an ascending key."""
-    return (alpha, -created_at, tuple(-ord(c) for c in fid))
+    return (alpha, -created_at, descending(fid))
 
 
 def rare_scores(index: CandidateIndex, matches: Matches, cfg: MemoryConfig) -> dict[int, float]:

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.recall import analyze_query
-from engine.recall.fair import lane_split
+from engine.recall.fair import descending, lane_split
 from engine.recall.legacy import generation_factor
 from tests.engine.recall_fixtures import BASE_MS, Entry, Sim, config
 
@@ -294,3 +294,39 @@ def test_trim_keeps_what_the_current_query_matched_over_pinned_high_alpha() -> N
     state.additions.append(Addition("mem-d", 0.91, 3.0, 4, injected_round=5, body="d" * 50))
     evicted, _ = trim_block(state, cfg, None, set())
     assert [a.id for a in evicted] == ["mem-c"]
+
+
+def _negated(fid: str) -> tuple[int, ...]:
+    """The id part of the rotation key as it was: each code point negated."""
+    return tuple(-ord(c) for c in fid)
+
+
+_ids = st.text(
+    alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF, categories=None),
+    max_size=8,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(a=_ids, b=_ids)
+def test_the_descending_id_key_orders_ids_as_negated_code_points(a: str, b: str) -> None:
+    """`descending` (bytes, C speed) orders any two ids as the tuple of negated code
+    points did: descending where they differ, a prefix first, surrogates included."""
+    assert (descending(a) < descending(b)) == (_negated(a) < _negated(b))
+    assert (descending(a) == descending(b)) == (a == b)
+
+
+def test_the_descending_id_key_on_folder_ids() -> None:
+    ids = [
+        "mem-20260101T000000Z-0001",
+        "mem-20260101T000000Z-0002",
+        "mem-20260101T000000Z-1000",
+        "mem-20260101T000000Z-10000",  # a longer sequence number: its prefix comes first
+        "mem-20251231T235959Z-0001",
+        "mem-20260101T000000Z-0001\ud800",
+    ]
+    assert sorted(ids, key=descending) == sorted(ids, key=_negated)
+    assert sorted(ids, key=descending)[:2] == [
+        "mem-20260101T000000Z-1000",
+        "mem-20260101T000000Z-10000",
+    ]
