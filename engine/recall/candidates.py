@@ -58,7 +58,7 @@ import threading
 from array import array
 from bisect import bisect_left, bisect_right, insort
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, count, repeat
 from operator import is_not
@@ -923,6 +923,16 @@ class CandidateIndex:
         """The folder numbers of the scored folders among `ids`."""
         by_id = self.by_id
         return {by_id[fid] for fid in ids if fid in by_id}
+
+    def ids_among(self, ids: Iterable[str], numbers: Collection[int]) -> set[str]:
+        """Those of `ids` that name a folder among `numbers` (a question's candidates,
+        say): what ``{folders[n].id for n in numbers} & ids`` gives, costing what `ids`
+        holds (a recall block: tens) instead of what `numbers` does (tens of thousands for
+        a question whose words most folders hold)."""
+        if not self._unique_ids:  # an id of two folders: either may be among them
+            return {self.folders[n].id for n in numbers} & set(ids)
+        by_id = self.by_id
+        return {fid for fid in ids if by_id.get(fid, -1) in numbers}
 
     def match_assistant(
         self,

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +52,7 @@ __all__ = [
     "lane_split",
     "rare_scores",
     "return_picks",
+    "rotation_firsts",
     "rotation_key",
     "select_deterministic",
     "select_fair",
@@ -152,6 +153,40 @@ def rotation_key(
         return (0 if ck is None or k > ck else 1, k)
 
     return key
+
+
+def rotation_firsts(
+    folders: Sequence[Any], pool: list[int], cursor: tuple[float, int, str] | None, m: int
+) -> list[int]:
+    """The first `m` of the folder numbers `pool` in the rotation lane's order from
+    `cursor` (`rotation_key`): ``heapq.nsmallest(m, pool, key=...)`` exactly, ties in
+    `pool`'s order, but the id part of the key is made only where α and createdAt tie.
+
+    Each candidate gets the key's first part, (after the cursor?, (α, −createdAt)): it
+    orders the folders as the whole key does except within a tie, and whether a folder
+    comes after the cursor is known from it unless its α and createdAt are the cursor's
+    (then the whole key says). The `m` smallest of those, plus every candidate tied with
+    the last of them, hold the `m` smallest by the whole key, which sorts just those. A
+    question that hits fifteen thousand low-α folders made as many whole keys."""
+    if m <= 0 or not pool:
+        return []
+    whole = rotation_key(cursor)
+    shown = list(map(folders.__getitem__, pool))
+    first: list[tuple[int, tuple[float, int]]]
+    if cursor is None:
+        first = [(0, (f.alpha, -f.created_at)) for f in shown]
+    else:
+        at = (cursor[0], -cursor[1])
+        first = [
+            (0 if p > at else 1 if p < at else whole(_gk(f))[0], p)
+            for f, p in zip(shown, [(f.alpha, -f.created_at) for f in shown], strict=True)
+        ]
+    smallest = heapq.nsmallest(m, range(len(pool)), key=first.__getitem__)
+    last = first[smallest[-1]]
+    held = [i for i in smallest if first[i] < last]
+    held += [i for i, key in enumerate(first) if key == last]
+    held.sort(key=lambda i: whole(_gk(shown[i])))
+    return [pool[i] for i in held[:m]]
 
 
 def copy_lanes(lanes: Lanes) -> Lanes:
@@ -276,7 +311,11 @@ def select_fair(
     # 4 hi: σ merge over the remaining high candidates
     remaining = k_high - high_taken
     look = max(0, fair.register_.lookahead) * k_high
-    high_pool = [n for n in cands if folders[n].alpha >= theta and free(n)]
+    high_pool = [
+        n
+        for n in cands
+        if (f := folders[n]).alpha >= theta and f.id not in exclude and f.id not in taken
+    ]
     frontier = heapq.nsmallest(remaining + look, high_pool, key=sigma)
     sel.pops = len(frontier)
     in_register = {row["id"] for row in lanes.register}
@@ -311,24 +350,22 @@ def select_fair(
 
     # 6 rotation
     low_pool = [n for n in cands if folders[n].alpha < theta]
-    new_mark = lanes.low_watermark
+    mark = lanes.low_watermark
+    created = [folders[n].created_at for n in low_pool]
     arrivals = 0
-    for n in low_pool:
-        f = folders[n]
-        if f.created_at > lanes.low_watermark and f.id not in exclude:
-            arrivals += 1
-        new_mark = max(new_mark, f.created_at)
-    sel.low_arrivals = arrivals if lanes.low_watermark else 0
-    sel.degraded = lanes.low_watermark > 0 and arrivals >= r
-    lanes.low_watermark = new_mark
+    if mark:  # arrivals count only once there is a watermark
+        arrivals = sum(
+            1
+            for n, c in zip(low_pool, created, strict=True)
+            if c > mark and folders[n].id not in exclude
+        )
+    sel.low_arrivals = arrivals
+    sel.degraded = mark > 0 and arrivals >= r
+    lanes.low_watermark = max(mark, max(created, default=mark))
     sel.rotation_slots = low_budget
     if low_budget > 0:
-        by_cursor = rotation_key(lanes.cursor)
-
-        def rot_key(n: int) -> tuple[Any, ...]:
-            return by_cursor(_gk(folders[n]))
-
-        ordered = heapq.nsmallest(low_budget, (n for n in low_pool if free(n)), key=rot_key)
+        pool = [n for n in low_pool if (fid := folders[n].id) not in exclude and fid not in taken]
+        ordered = rotation_firsts(folders, pool, lanes.cursor, low_budget)
         for n in ordered:
             take(n, "rotation")
         low_budget -= len(ordered)

@@ -561,7 +561,7 @@ def run_round(
                 a.needed_round = t
         evicted, pinned = trim_ranked(state, cfg, context_window, needed), 0
     else:
-        current = {index.folders[n].id for n in matches_of().candidates}
+        current = index.ids_among((a.id for a in state.additions), matches_of().candidates)
         for a in state.additions:
             a.current_query = a.id in current
         evicted, pinned = trim_block(state, cfg, context_window, current)

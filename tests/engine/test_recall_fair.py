@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import heapq
 import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.recall import analyze_query
-from engine.recall.fair import descending, lane_split
+from engine.recall.candidates import FolderRow
+from engine.recall.fair import descending, lane_split, rotation_firsts, rotation_key
 from engine.recall.legacy import generation_factor
 from tests.engine.recall_fixtures import BASE_MS, Entry, Sim, config
 
@@ -330,3 +332,45 @@ def test_the_descending_id_key_on_folder_ids() -> None:
         "mem-20260101T000000Z-1000",
         "mem-20260101T000000Z-10000",
     ]
+
+
+_folder_rows = st.lists(
+    st.tuples(
+        st.sampled_from([0.05, 0.1, 0.3, -0.0, 0.0]),
+        st.integers(0, 3),
+        st.sampled_from(["mem-a", "mem-b", "mem-b1", "mem-c", "mem-\ud800", "mem-é"]),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    rows=_folder_rows,
+    cursor=st.one_of(
+        st.none(),
+        st.tuples(
+            st.sampled_from([0.05, 0.1, 0.3]),
+            st.integers(0, 3),
+            st.sampled_from(["mem-b", "mem-z"]),
+        ),
+    ),
+    m=st.integers(0, 45),
+    data=st.data(),
+)
+def test_the_rotation_lane_s_first_folders_are_the_whole_key_s(
+    rows: list[tuple[float, int, str]],
+    cursor: tuple[float, int, str] | None,
+    m: int,
+    data: st.DataObject,
+) -> None:
+    """`rotation_firsts` makes the id part of the key only where α and createdAt tie; it
+    picks what `heapq.nsmallest` over the whole key picks, in its order, ties (repeated
+    ids) in the pool's order, wherever the cursor falls."""
+    folders = [FolderRow(fid, alpha, 0.0, created, ()) for alpha, created, fid in rows]
+    pool = data.draw(st.permutations(range(len(folders))))
+    whole = rotation_key(cursor)
+    expected = heapq.nsmallest(
+        m, pool, key=lambda n: whole((folders[n].alpha, folders[n].created_at, folders[n].id))
+    )
+    assert rotation_firsts(folders, list(pool), cursor, m) == expected
