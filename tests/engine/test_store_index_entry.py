@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import sys
 from typing import Any
 
 import orjson
@@ -118,6 +119,17 @@ def test_repeated_words_are_held_once() -> None:
     b = entry_from_row({**ROW, "keywords": ["".join(["星", "港项目"])]})
     assert a.keywords[0] is b.keywords[0]
     assert a.scoreMode is b.scoreMode
+
+
+def test_word_lists_are_held_in_lists_of_their_exact_size() -> None:
+    """A parsed row's word lists take no spare slots (what a list grown from a map
+    keeps: a third of a 10-word list), on the model's path too."""
+    words = [f"词{i}" for i in range(10)]
+    fast = entry_from_row({**ROW, "keywords": words, "persons": words[:5]})
+    slow = entry_from_row({**ROW, "keywords": words, "alpha": "0.7"})  # the model coerces
+    for held in (fast.keywords, fast.persons, slow.keywords):
+        assert held is not None and held == words[: len(held)]
+        assert sys.getsizeof(held) == sys.getsizeof(list(held))  # list(list) is exact
 
 
 _text = st.text(max_size=8)
