@@ -62,7 +62,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, count, repeat
 from operator import is_not
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -324,6 +324,43 @@ def _read_strings(arrays: Mapping[str, array[Any]], prefix: str) -> list[str]:
     return list(map(text.__getitem__, map(slice, [0, *ends[:-1]], ends)))
 
 
+_KEYWORD_PART = ("_keys", "_key_ids", "_postings", "_key_lens", "_max_key", "_bigram", "categories")
+"""What a restored index makes on first use (`CandidateIndex.restored`)."""
+_KEYWORD_SECTIONS = (
+    "k.text",
+    "k.len",
+    "p.at",
+    "p.n",
+    "g.text",
+    "g.len",
+    "g.at",
+    "g.k",
+    "c.text",
+    "c.len",
+    "c.at",
+    "c.n",
+)
+"""The snapshot sections it is made from."""
+
+
+def _keyword_part(arrays: Mapping[str, array[Any]], count: int) -> tuple[Any, ...]:
+    """The keyword part (`_KEYWORD_PART`, in order) that `snapshot_parts` stored for
+    `count` folders. Raises ValueError (or KeyError, IndexError) when it does not fit."""
+    keys = _read_strings(arrays, "k")
+    postings = _pieces(arrays, "p", len(keys), count)
+    key_ids = dict(zip(keys, range(len(keys)), strict=True))
+    if len(key_ids) != len(keys) or "" in key_ids:
+        raise ValueError("an empty or repeated key")
+    key_lens = Counter(map(len, keys))
+    grams = _read_strings(arrays, "g")
+    bigram = dict(zip(grams, _pieces(arrays, "g", len(grams), len(keys)), strict=True))
+    if any(len(g) != 2 for g in grams):
+        raise ValueError("the bigram index does not fit the keys")
+    names = _read_strings(arrays, "c")
+    categories = dict(zip(names, map(set, _pieces(arrays, "c", len(names), count)), strict=True))
+    return keys, key_ids, postings, key_lens, max(key_lens, default=0), bigram, categories
+
+
 class CandidateIndex:
     """Postings by match key, a bigram index over the keys, and category postings."""
 
@@ -332,14 +369,10 @@ class CandidateIndex:
 
     def __init__(self, entries: Iterable[Any], cfg: MemoryConfig, version: Any = None) -> None:
         self._setup(cfg, version)
-        fold = self._fold
         indexed = self._entries
         folders = self.folders
         by_id = self.by_id
-        key_ids = self._key_ids
-        postings = self._postings
         tags = self.tags
-        classes = self._category_re is not None
         # a keyword's match key, worked out once per distinct keyword of the build (a
         # word recurs across thousands of folders), here and not in `match_key`'s
         # process-wide cache, which would keep 64k of them after the build (8 MB at 10^5
@@ -354,27 +387,34 @@ class CandidateIndex:
             folders.append(folder)
             by_id[entry.id] = n
             tags.add(entry)
-            keys: list[str] = []
-            for kw in folder.keywords:
-                key = key_of.get(kw)
-                if key is None:
-                    key = key_of[kw] = match_text(kw, expand_latin_case=fold)
-                keys.append(key)
-            seen: set[int] = set()
-            for key in keys:
-                if not key:
-                    continue
-                kid = key_ids.get(key)
-                if kid is None:
-                    kid = self._new_key(key)
-                if kid not in seen:
-                    seen.add(kid)
-                    postings[kid].append(n)
-            if classes:
-                for name in self._classes_of(keys, folder.alpha, entry.title):
-                    self.categories.setdefault(name, set()).add(n)
+            self._index_keys(n, folder, entry.title, key_of)
         self._unique_ids = len(by_id) == len(folders)
         self.unsaved = len(folders)
+
+    def _index_keys(self, n: int, folder: Folder, title: str, key_of: dict[str, str]) -> None:
+        """Folder `n`'s keys and category postings, as a build adds them (`key_of`: the
+        build's match keys, by keyword)."""
+        fold = self._fold
+        keys: list[str] = []
+        for kw in folder.keywords:
+            key = key_of.get(kw)
+            if key is None:
+                key = key_of[kw] = match_text(kw, expand_latin_case=fold)
+            keys.append(key)
+        key_ids, postings = self._key_ids, self._postings
+        seen: set[int] = set()
+        for key in keys:
+            if not key:
+                continue
+            kid = key_ids.get(key)
+            if kid is None:
+                kid = self._new_key(key)
+            if kid not in seen:
+                seen.add(kid)
+                postings[kid].append(n)
+        if self._category_re is not None:
+            for name in self._classes_of(keys, folder.alpha, title):
+                self.categories.setdefault(name, set()).add(n)
 
     def _setup(self, cfg: MemoryConfig, version: Any) -> None:
         """The empty index for `cfg` (what a build and a restore start from)."""
@@ -385,6 +425,9 @@ class CandidateIndex:
         self.lock = threading.Lock()
         """Held by `update` and while a snapshot copies the index (queries only read it,
         so they never wait)."""
+        self._keywords_later: Mapping[str, array[Any]] | None = None
+        """A restore's keyword sections, until its keyword part is made (`_KEYWORD_PART`)."""
+        self._keywords_lock = threading.Lock()
         self._mode = cfg.keywords.match_mode
         self._fold = cfg.match.expand_latin_case
         self._cjk_bigram = cfg.match.cjk_bigram
@@ -424,6 +467,43 @@ class CandidateIndex:
             if self._category_words:
                 alts = sorted(self._category_words, key=lambda w: (-len(w), w))
                 self._category_re = re.compile("(?=(" + "|".join(map(re.escape, alts)) + "))")
+
+    def _make_keywords(self) -> None:
+        """Make the keyword part a restore left (`restored`), from its sections, or, if
+        they do not fit the folders (a snapshot no writer makes: its checksums held),
+        by indexing the folders' keywords again as a build does. Once, whichever thread
+        reads it first; the others wait and see it whole."""
+        with self._keywords_lock:
+            arrays = self._keywords_later
+            if arrays is None:
+                return
+            try:
+                part = _keyword_part(arrays, len(self.folders))
+            except (KeyError, ValueError, IndexError, UnicodeDecodeError, TypeError):
+                part = self._keyword_part_built()
+            for name, value in zip(_KEYWORD_PART, part, strict=True):
+                setattr(self, name, value)
+            self._keywords_later = None
+
+    def _keyword_part_built(self) -> tuple[Any, ...]:
+        """The keyword part of the folders held, made as a build makes it."""
+        self._keys, self._key_ids, self._postings = [], {}, []
+        self._key_lens, self._max_key, self._bigram, self.categories = Counter(), 0, {}, {}
+        self._free_kids = []
+        key_of: dict[str, str] = {}
+        for n, (entry, folder) in enumerate(zip(self._entries, self.folders, strict=True)):
+            self._index_keys(n, folder, entry.title, key_of)
+        return tuple(getattr(self, name) for name in _KEYWORD_PART)
+
+    if not TYPE_CHECKING:  # what mypy should not take for any attribute's type
+
+        def __getattr__(self, name: str) -> Any:
+            """Called only for an attribute the index lacks: its keyword part, while a
+            restore has not made it (`_make_keywords`)."""
+            if name in _KEYWORD_PART and self.__dict__.get("_keywords_later") is not None:
+                self._make_keywords()
+                return self.__dict__[name]
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # -- snapshot ------------------------------------------------------------
     def snapshot_parts(self) -> dict[str, tuple[str, list[Any]]]:
@@ -504,22 +584,11 @@ class CandidateIndex:
         self.by_id = dict(zip(map(_ID, self.folders), range(count), strict=True))
         self._unique_ids = len(self.by_id) == count
         self.saved = True
-        keys = _read_strings(arrays, "k")
-        self._postings = _pieces(arrays, "p", len(keys), count)
-        self._keys = keys
-        self._key_ids = dict(zip(keys, range(len(keys)), strict=True))
-        if len(self._key_ids) != len(keys) or "" in self._key_ids:
-            raise ValueError("an empty or repeated key")
-        self._key_lens = Counter(map(len, keys))
-        self._max_key = max(self._key_lens, default=0)
-        grams = _read_strings(arrays, "g")
-        self._bigram = dict(zip(grams, _pieces(arrays, "g", len(grams), len(keys)), strict=True))
-        if any(len(g) != 2 for g in grams):
-            raise ValueError("the bigram index does not fit the keys")
-        names = _read_strings(arrays, "c")
-        self.categories = dict(
-            zip(names, map(set, _pieces(arrays, "c", len(names), count)), strict=True)
-        )
+        # the keyword part is made when first read (`__getattr__`): a ranked round reads
+        # it only for its fallback, a fair round and every update at once
+        self._keywords_later = {name: arrays[name] for name in _KEYWORD_SECTIONS if name in arrays}
+        for name in _KEYWORD_PART:
+            delattr(self, name)
         labels = _read_strings(arrays, "t")
         kinds = arrays["t.kind"].tolist()
         if len(kinds) != len(labels) or (kinds and max(kinds) >= len(KINDS)):

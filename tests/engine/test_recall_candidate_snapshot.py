@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,6 +24,7 @@ from hypothesis import strategies as st
 from bench.recall import make_entries
 from engine.config import MemoryConfig
 from engine.recall import Addition, CandidateIndex, RecallState, analyze_query, run_round
+from engine.recall import candidates as candidates_module
 from engine.recall.candidate_snapshot import (
     SNAPSHOT_NAME,
     read_index_snapshot,
@@ -47,6 +51,7 @@ from tests.engine.test_recall_index_incremental import (
     op_st,
     structure,
 )
+from tests.engine.test_relevance_snapshot import _rewritten
 
 OWNER = "/owner"
 EVENTS = ["马拉松", "发布评审", "Marathon", "", "生日会"]
@@ -406,3 +411,79 @@ def test_a_store_as_opened_restores_its_stamped_snapshot_without_a_digest(
     assert again.loaded_from is None
     _, why = restored_index(again, again.index, cfg)
     assert why == "built over other entries (stale)"
+
+
+def _keyword_part_made(ix: CandidateIndex) -> bool:
+    return all(name in vars(ix) for name in candidates_module._KEYWORD_PART)
+
+
+def test_a_restore_makes_its_keyword_part_when_first_read(tmp_path: Path) -> None:
+    """What only keyword matching reads (the keys, their postings and bigrams, the
+    category postings) is made from the snapshot when first read: the folders, their
+    ids, the tags and the category classes of a text are there without it (what a
+    ranked round that scores reads), and a match makes it whole, as a build has it."""
+    path, entries, cfg = _written(tmp_path)
+    back = read_index_snapshot(path, entries, cfg, owner=OWNER)
+    fresh = CandidateIndex(entries, cfg)
+    assert not any(name in vars(back) for name in candidates_module._KEYWORD_PART)
+    assert [f.id for f in back.folders] == [f.id for f in fresh.folders]
+    assert back.by_id == fresh.by_id and tags_of(back) == tags_of(fresh)
+    query = analyze_query("我和 Mina 跑马拉松了吗", cfg)
+    assert back.categories_in(query) == fresh.categories_in(query)
+    assert not _keyword_part_made(back)
+    assert back.match(query).candidates == fresh.match(query).candidates
+    assert _keyword_part_made(back) and back._keywords_later is None
+    assert_fresh(back, entries, cfg)
+    with pytest.raises(AttributeError):
+        back.no_such_attribute  # type: ignore[attr-defined]  # noqa: B018  # missing as ever
+
+
+def test_keyword_sections_that_do_not_fit_are_made_again_from_the_folders(
+    tmp_path: Path,
+) -> None:
+    """A folder number out of range in the stored postings, checksums made right (no
+    writer makes that): the restore is taken, and its keyword part, made when first read,
+    is the one a build makes (the rest was checked when it was read)."""
+    path, entries, cfg = _written(tmp_path)
+
+    def out_of_range(body: bytearray, header: dict[str, Any]) -> None:
+        at = 0
+        for name, code, count in header["sections"]:
+            if name == "p.n":
+                body[at : at + 4] = (2**31 - 1).to_bytes(4, "little")
+            at += count * np.dtype(code).itemsize
+
+    path.write_bytes(_rewritten(path.read_bytes(), out_of_range))
+    back = read_index_snapshot(path, entries, cfg, owner=OWNER)
+    assert not _keyword_part_made(back)
+    with pytest.raises(ValueError, match="out of range"):
+        candidates_module._keyword_part(back._keywords_later or {}, len(back.folders))
+    assert_fresh(back, entries, cfg)
+
+
+def test_threads_reading_a_keyword_part_first_see_it_made_once_and_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, entries, cfg = _written(tmp_path)
+    back = read_index_snapshot(path, entries, cfg, owner=OWNER)
+    made: list[int] = []
+    real = candidates_module._keyword_part
+
+    def slow(arrays: Any, count: int) -> Any:
+        made.append(count)
+        time.sleep(0.05)  # the others come in meanwhile
+        return real(arrays, count)
+
+    monkeypatch.setattr(candidates_module, "_keyword_part", slow)
+    seen: list[Any] = []
+    threads = [
+        threading.Thread(target=lambda: seen.append((back._postings, back._key_ids)))
+        for _ in range(4)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert made == [len(entries)] and len(seen) == 4
+    assert all(p is seen[0][0] and k is seen[0][1] for p, k in seen)
+    assert_fresh(back, entries, cfg)
