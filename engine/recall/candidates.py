@@ -41,6 +41,10 @@ folders (`CandidateIndex.tags`, `engine.recall.tag_index`) follow every update.
 A session's first index after a restart or a reopen is its snapshot when that was made
 over the same entries (`engine.recall.candidate_snapshot`: `snapshot_parts` / `restored`,
 what a build over them gives), so only a store that changed meanwhile pays for a build.
+A restore leaves its keyword part (`_KEYWORD_PART`: keys, postings, bigrams, category
+postings) to be made from the snapshot's sections when first read: a ranked round that
+scores reads the folders, their ids, the tags and the category classes only, and a ranked
+session that is only asked questions never makes it (`_make_keywords`).
 
 A query restricted to some folders (`Query.allowed`: the hard tag filter of a message
 naming a known place or person, or memory_recall's constraints) matches only them, in
