@@ -50,7 +50,10 @@ QUERIES = "queries.json"
 
 
 def store_base(folders: int) -> tuple[Path, list[str]]:
-    """The cached memory root of one session of `folders` folders, and its queries."""
+    """The cached memory root of one session of `folders` folders, and its queries.
+    Each call resets the root to the store as built (`bench.stores.reset_root`): the
+    snapshots a daemon left (rows, keyword index) go, so the next daemon parses and
+    builds. Call it once before daemons that should find what the previous one left."""
     spec = StoreSpec(SESSION, folders, 7)
     base = prepared_root(f"rss-1x{folders}", [spec])
     path = base / QUERIES
