@@ -437,16 +437,9 @@ class CandidateIndex:
         self._cjk_bigram = cfg.match.cjk_bigram
         self.folders: list[Folder] = []
         self.by_id: dict[str, int] = {}
-        self._key_ids: dict[str, int] = {}
-        self._keys: list[str] = []
-        self._postings: list[array[int]] = []
-        self._bigram: dict[str, array[int]] = {}
-        self._max_key = 0
-        # for `update`: the indexed entries by folder number, key lengths, key ids freed
-        # by keys that lost their last folder
+        self._empty_keywords()
+        # for `update`: the indexed entries by folder number
         self._entries: list[Any] = []
-        self._key_lens: Counter[int] = Counter()
-        self._free_kids: list[int] = []
         self._unique_ids = True
         self.unsaved = 0
         """Folders added, changed or removed since the index was built, restored or
@@ -457,7 +450,6 @@ class CandidateIndex:
         # the channel text and each folder's start in it (built on first use)
         self._channel: tuple[str, array[int]] | None = None
         self.tags = TagIndex(cfg)
-        self.categories: dict[str, set[int]] = {}
         self._category_words: dict[str, list[str]] = {}
         self._category_re: re.Pattern[str] | None = None
         cm = cfg.recall.category_match
@@ -471,6 +463,20 @@ class CandidateIndex:
             if self._category_words:
                 alts = sorted(self._category_words, key=lambda w: (-len(w), w))
                 self._category_re = re.compile("(?=(" + "|".join(map(re.escape, alts)) + "))")
+
+    def _empty_keywords(self) -> None:
+        """The keyword part of an index of no folders (`_KEYWORD_PART`), and no freed key
+        ids."""
+        self._key_ids: dict[str, int] = {}
+        self._keys: list[str] = []
+        self._postings: list[array[int]] = []
+        self._bigram: dict[str, array[int]] = {}
+        self._max_key = 0
+        self._key_lens: Counter[int] = Counter()
+        """How many keys have each length (`update` keeps the longest)."""
+        self._free_kids: list[int] = []
+        """Key ids freed by keys that lost their last folder."""
+        self.categories: dict[str, set[int]] = {}
 
     def _make_keywords(self) -> None:
         """Make the keyword part a restore left (`restored`), from its sections, or, if
@@ -491,9 +497,7 @@ class CandidateIndex:
 
     def _keyword_part_built(self) -> tuple[Any, ...]:
         """The keyword part of the folders held, made as a build makes it."""
-        self._keys, self._key_ids, self._postings = [], {}, []
-        self._key_lens, self._max_key, self._bigram, self.categories = Counter(), 0, {}, {}
-        self._free_kids = []
+        self._empty_keywords()
         key_of: dict[str, str] = {}
         for n, (entry, folder) in enumerate(zip(self._entries, self.folders, strict=True)):
             self._index_keys(n, folder, entry.title, key_of)
