@@ -547,21 +547,17 @@ class RelevanceIndex:
         names, restored.names = restored.names, None
         if names is not None:
             if len(fids) == len(entry_of) == self._live_docs and "\n".join(fids).encode() == names:
-                # every document live, in the entries' order (usually): the stored ids
-                # are never decoded, and the documents are named with the entries' strings
-                by_id = dict(zip(fids, range(len(fids)), strict=True))
-                if len(by_id) != len(fids):
-                    raise ValueError("two documents share an id")
-                entry_of[:] = scored
-                self._doc_ids, self.by_id = fids, by_id
-                return True
-            self._name_documents(names)
+                self._doc_ids = fids  # the stored ids, and not decoded: the entries' own
+            else:
+                self._name_documents(names)
         if len(fids) != self._live_docs:
             return False
-        if fids == self._doc_ids:  # every document live, in the entries' order
+        if fids == self._doc_ids:  # every document live, in the entries' order (usually)
             entry_of[:] = scored
             self._doc_ids = fids  # the entries' id strings, not the snapshot's copies
             self.by_id = dict(zip(fids, range(len(fids)), strict=True))
+            if len(self.by_id) != len(fids):  # ids taken undecoded were not checked
+                raise ValueError("two documents share an id")
             return True
         by_id, named = self.by_id, set(fids)
         if len(named) != len(fids) or not by_id.keys() >= named:
