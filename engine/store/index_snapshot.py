@@ -41,14 +41,13 @@ import functools
 import hashlib
 import marshal
 import mmap
-import operator
 import struct
 import sys
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import compress, repeat
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -289,15 +288,13 @@ _SCORED_AT, _MARKED_AT, _EVENTS_AT, _EVENT_AT = (
 def _seed(entries: list[Any], columns: tuple[tuple[Any, ...], ...]) -> StatsSeed:
     """The counters' seed of `entries`, picked by the columns they were made from: a
     column is one tuple, read in one sweep, where each entry's field is a pointer away."""
-    scored = columns[_SCORED_AT]
-    unscored = [] if all(scored) else list(compress(entries, map(operator.not_, scored)))
-    marked = list(compress(entries, columns[_MARKED_AT]))
-    events, event = columns[_EVENTS_AT], columns[_EVENT_AT]
-    if any(event):
-        labelled = [e for e, many, one in zip(entries, events, event, strict=True) if many or one]
-    else:
-        labelled = list(compress(entries, events))
-    return StatsSeed(entries, unscored, marked, labelled)
+    return StatsSeed.of_columns(
+        entries,
+        columns[_SCORED_AT],
+        columns[_MARKED_AT],
+        columns[_EVENTS_AT],
+        columns[_EVENT_AT],
+    )
 
 
 def _entries_of(loaded: Any) -> tuple[list[Any], dict[str, Any], StatsSeed | None] | None:

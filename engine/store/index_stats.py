@@ -139,6 +139,27 @@ class StatsSeed:
         self.labelled = labelled
         """The entries with ``events`` or an ``event``, in order."""
 
+    @classmethod
+    def of_columns(
+        cls,
+        rows: Sequence[Row],
+        scored: Sequence[bool],
+        marked: Iterable[bool],
+        events: Iterable[list[str] | None],
+        event: Sequence[str | None],
+    ) -> StatsSeed:
+        """The seed of `rows`, from their ``scored``, ``rescorePending``, ``events`` and
+        ``event`` as columns (each aligned with `rows`; the two read twice as sequences):
+        what the counters look at, by one rule whether the columns are a snapshot's or
+        read from the entries."""
+        unscored = [] if all(scored) else list(compress(rows, map(operator.not_, scored)))
+        picked = list(compress(rows, marked))
+        if any(event):
+            labelled = [r for r, many, one in zip(rows, events, event, strict=True) if many or one]
+        else:
+            labelled = list(compress(rows, events))
+        return cls(rows, unscored, picked, labelled)
+
     def fits(self, rows: Sequence[Row]) -> bool:
         """Whether `rows` are the entries it was picked from, object for object (one
         pointer comparison each)."""
@@ -170,13 +191,15 @@ class IndexStats:
         it was picked from these very entries: only the folders that are pending, marked
         or labelled (few, in a settled store) are looked at one by one; sorted once."""
         rows = list(entries)
-        if seed is not None and seed.fits(rows):
-            unscored, marked, labelled = seed.unscored, seed.marked, seed.labelled
-        else:
-            unscored = list(compress(rows, map(operator.not_, map(_SCORED, rows))))
-            marked = list(compress(rows, map(_RESCORE, rows)))
-            has_labels = map(any, zip(map(_EVENTS, rows), map(_EVENT, rows), strict=True))
-            labelled = list(compress(rows, has_labels))
+        if seed is None or not seed.fits(rows):
+            seed = StatsSeed.of_columns(
+                rows,
+                list(map(_SCORED, rows)),
+                map(_RESCORE, rows),
+                map(_EVENTS, rows),
+                list(map(_EVENT, rows)),
+            )
+        unscored, marked, labelled = seed.unscored, seed.marked, seed.labelled
         pending = list(map(pending_key, unscored))
         current = [pending_key(e) for e in unscored if _listed_current(e, synthetic=False)]
         current_synthetic = [pending_key(e) for e in unscored if _listed_current(e, synthetic=True)]
