@@ -2,7 +2,8 @@
 
 Damage is whatever the store or recall had to skip or repair instead of using as it
 was: a memory folder that cannot be read (recall skips one whose conversation it cannot
-read, and reads the index, not the meta file, for the rest; recovery leaves it on disk), a `recall-state.json` that could not be used (the block starts empty; the file
+read, and reads the index, not the meta file, for the rest; recovery leaves it on
+disk), a `recall-state.json` that could not be used (the block starts empty; the file
 is kept aside), and the repairs recovery made when the store was opened. The engine
 returns what it skipped or repaired (`LoadReport`, `RoundOutcome.unreadable`,
 `Prepared.unreadable`, `synced_index`, `DiscardedState`); this ledger turns each

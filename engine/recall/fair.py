@@ -311,7 +311,7 @@ def select_fair(
     # 4 hi: σ merge over the remaining high candidates
     remaining = k_high - high_taken
     look = max(0, fair.register_.lookahead) * k_high
-    high_pool = [
+    high_pool = [  # `free` written out: a call per candidate of tens of thousands
         n
         for n in cands
         if (f := folders[n]).alpha >= theta and f.id not in exclude and f.id not in taken

@@ -209,11 +209,11 @@ def load_addition(
     conversation file as `read_ahead` opened it."""
     settings = _render_settings(cfg)
     try:
-        meta = store.get_entry(fid)
+        entry = store.get_entry(fid)
     except FolderNotFoundError:
         return None
     if cache is not None:
-        kept = cache.get(fid, meta, settings)
+        kept = cache.get(fid, entry, settings)
         if kept is not None:
             kept.generation, kept.lane = generation, lane
             kept.injected_turn, kept.injected_round = turn, round_
@@ -238,18 +238,18 @@ def load_addition(
             times.append(int(t))
         messages.append(item)
     tags = {
-        "events": meta.events,
-        "event": meta.event,
-        "locations": meta.locations,
-        "persons": meta.persons,
-        "timeTags": meta.timeTags,
+        "events": entry.events,
+        "event": entry.event,
+        "locations": entry.locations,
+        "persons": entry.persons,
+        "timeTags": entry.timeTags,
     }
     body = render_body(
         messages,
         tags,
         show_tags=cfg.recall.show_tags,
         compute_dates=compute,
-        fallback_anchor=meta.createdAt,
+        fallback_anchor=entry.createdAt,
         tz=tz,
         week_start=cfg.time_tag.week_start,
         image_path=_image_resolver(store),
@@ -257,25 +257,25 @@ def load_addition(
     if cfg.time.mode == "off":
         # §3.0.6: with time off, an existing eventStart is kept on disk but not used; the
         # heading says only when the memory was archived
-        date = heading_date(meta.createdAt, None, None, [], tz, compute)
+        date = heading_date(entry.createdAt, None, None, [], tz, compute)
     else:
-        date = heading_date(meta.createdAt, meta.eventStart, meta.eventEnd, times, tz, compute)
+        date = heading_date(entry.createdAt, entry.eventStart, entry.eventEnd, times, tz, compute)
     addition = Addition(
         id=fid,
-        alpha=float(meta.alpha),
-        beta=float(meta.beta),
-        created_at_ms=int(meta.createdAt),
+        alpha=float(entry.alpha),
+        beta=float(entry.beta),
+        created_at_ms=int(entry.createdAt),
         generation=generation,
         injected_turn=turn,
         injected_round=round_,
         lane=lane,
-        keywords=list(meta.keywords),
+        keywords=list(entry.keywords),
         date=date,
         body=body,
         messages=messages,
     )
     if cache is not None and not any(IMAGE_MARK in m["content"] for m in messages):
-        cache.put(fid, meta, settings, addition)
+        cache.put(fid, entry, settings, addition)
     return addition
 
 

@@ -226,19 +226,13 @@ class _Recovery:
 
     def load_index(self, identity: Identity | None = None) -> dict[str, Any]:
         loaded = load_index_entries(self.paths, identity)
-        checked, extra, status, self.source = (
-            loaded.entries,
-            loaded.extra,
-            loaded.status,
-            loaded.source,
-        )
-        self.seed = loaded.seed
-        self.report.index_status = status
-        self.index_changed = status == "corrupt"
-        if not self._take_all(checked):
-            for entry in checked:
+        self.source, self.seed = loaded.source, loaded.seed
+        self.report.index_status = loaded.status
+        self.index_changed = loaded.status == "corrupt"
+        if not self._take_all(loaded.entries):
+            for entry in loaded.entries:
                 self._take(entry)
-        return extra
+        return loaded.extra
 
     def _take_all(self, checked: list[Any]) -> bool:
         """Take every row at once when each is an entry with a folder id of its own (a
